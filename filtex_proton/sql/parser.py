@@ -1,0 +1,389 @@
+"""Text to AST: lark's LALR parser driving an inline AST builder.
+
+The builder runs as the parser reduces, so the tree is built bottom-up with no
+recursion however deeply the text nests; limits are then checked by an
+iterative walk before anything else touches the tree. Every syntax and static
+error becomes one :class:`FilterError` carrying the position, what was expected
+and what was found.
+"""
+
+from __future__ import annotations
+
+import difflib
+import threading
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from typing import Any, Final
+
+from lark import Lark, Token, Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from proton import ulong
+
+from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
+from filtex_proton.amqp.view import Section
+from filtex_proton.errors import FilterError, SourcePosition
+from filtex_proton.limits import DEFAULT_LIMITS, Limits
+from filtex_proton.sql import ast
+from filtex_proton.sql.dialects import AMQP_SQL, Dialect
+from filtex_proton.sql.functions import FUNCTIONS
+from filtex_proton.sql.like import LikeError, compile_like
+from filtex_proton.sql.values import ULONG_MAX
+
+__all__ = ["parse"]
+
+_SECTIONS: Final[dict[str, Section]] = {
+    "header": Section.HEADER, "h": Section.HEADER,
+    "properties": Section.PROPERTIES, "p": Section.PROPERTIES,
+    "application_properties": Section.APPLICATION_PROPERTIES,
+    "application-properties": Section.APPLICATION_PROPERTIES,
+    "a": Section.APPLICATION_PROPERTIES,
+    "delivery_annotations": Section.DELIVERY_ANNOTATIONS,
+    "delivery-annotations": Section.DELIVERY_ANNOTATIONS,
+    "d": Section.DELIVERY_ANNOTATIONS,
+    "message_annotations": Section.MESSAGE_ANNOTATIONS,
+    "message-annotations": Section.MESSAGE_ANNOTATIONS,
+    "m": Section.MESSAGE_ANNOTATIONS,
+    "footer": Section.FOOTER, "f": Section.FOOTER,
+}
+
+
+def _spellings(canonical: str) -> tuple[str, ...]:
+    """'reply-to' is also written 'reply_to' and 'replyTo' (the spec's own examples)."""
+    words = canonical.split("-")
+    camel = words[0] + "".join(word.capitalize() for word in words[1:])
+    return (canonical, canonical.replace("-", "_"), camel)
+
+
+_WELL_KNOWN: Final[dict[Section, dict[str, str]]] = {
+    section: {spelling: name for name, _ in fields for spelling in _spellings(name)}
+    for section, fields in ((Section.HEADER, HEADER_FIELDS), (Section.PROPERTIES, PROPERTIES_FIELDS))
+}
+
+# What lark calls a terminal, as a person would say it in "expected ...".
+_TERMINAL_WORDS: Final[dict[str, str]] = {
+    "LPAR": "'('", "RPAR": "')'", "COMMA": "','", "DOT": "'.'", "LSQB": "'['", "RSQB": "']'",
+    "COLON": "':'", "COMPARISON": "a comparison operator", "ADD_OP": "'+' or '-'",
+    "MUL_OP": "'*', '/' or '%'", "IDENTIFIER": "a name", "DELIMITED_IDENTIFIER": "a [name]",
+    "SECTION": "a section", "WELL_KNOWN_HYPHENATED": "a field name", "NUMBER": "a number",
+    "STRING": "a string", "BINARY": "a binary constant", "$END": "the end of the expression",
+}
+_OPERATORS: Final = frozenset({
+    "COMPARISON", "ADD_OP", "MUL_OP", "AND", "OR", "BETWEEN", "ESCAPE", "IN", "IS", "LIKE",
+})
+_EXPRESSION_STARTS: Final = frozenset({
+    "NUMBER", "STRING", "BINARY", "IDENTIFIER", "DELIMITED_IDENTIFIER", "SECTION", "LPAR",
+    "ADD_OP", "NOT", "EXISTS", "TRUE", "FALSE", "NULL", "INF", "NAN",
+})
+
+
+def _position(token: Token) -> SourcePosition:
+    return SourcePosition(token.line or 1, token.column or 1, token.start_pos or 0)
+
+
+def _pos(item: Token | ast.Node) -> SourcePosition | None:
+    return _position(item) if isinstance(item, Token) else item.pos
+
+
+@v_args(inline=True)
+class _AstBuilder(Transformer[Token, ast.Expr]):
+    """Lark callbacks, one per grammar alternative, each returning an AST node."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        super().__init__()
+        self.dialect = dialect
+
+    # -- logic --------------------------------------------------------------
+    def or_(self, left: ast.Expr, keyword: Token, right: ast.Expr) -> ast.Or:
+        operands = left.operands if isinstance(left, ast.Or) else (left,)
+        return ast.Or((*operands, right), pos=_pos(left))
+
+    def and_(self, left: ast.Expr, keyword: Token, right: ast.Expr) -> ast.And:
+        operands = left.operands if isinstance(left, ast.And) else (left,)
+        return ast.And((*operands, right), pos=_pos(left))
+
+    def not_(self, keyword: Token, operand: ast.Expr) -> ast.Not:
+        return ast.Not(operand, pos=_position(keyword))
+
+    # -- predicates -----------------------------------------------------------
+    def compare(self, left: ast.Expr, op: Token, right: ast.Expr) -> ast.Compare:
+        return ast.Compare(str(op), left, right, pos=_position(op))
+
+    def is_null(self, operand: ast.Expr, is_: Token, not_: Token | None, null: Token) -> ast.IsNull:
+        return ast.IsNull(operand, negated=not_ is not None, pos=_position(is_))
+
+    def like(
+        self, operand: ast.Expr, not_: Token | None, like: Token, pattern: ast.Expr,
+        escape_kw: Token | None, escape: ast.Expr | None,
+    ) -> ast.Like:
+        node = ast.Like(operand, pattern, escape, negated=not_ is not None, pos=_position(like))
+        _check_constant_like(node)
+        return node
+
+    def in_(self, operand: ast.Expr, not_: Token | None, in_: Token, *items: ast.Expr) -> ast.In:
+        return ast.In(operand, items, negated=not_ is not None, pos=_position(in_))
+
+    def between(
+        self, operand: ast.Expr, not_: Token | None, between: Token, low: ast.Expr,
+        and_: Token, high: ast.Expr,
+    ) -> ast.Between:
+        return ast.Between(operand, low, high, negated=not_ is not None, pos=_position(between))
+
+    def exists(self, keyword: Token, target: ast.Field | ast.Alias) -> ast.Exists:
+        return ast.Exists(target, pos=_position(keyword))
+
+    # -- expressions ----------------------------------------------------------
+    def binary(self, left: ast.Expr, op: Token, right: ast.Expr) -> ast.Binary:
+        return ast.Binary(str(op), left, right, pos=_position(op))
+
+    def unary(self, op: Token, operand: ast.Expr) -> ast.Unary:
+        return ast.Unary(str(op), operand, pos=_position(op))
+
+    # -- constants (§6.4.4.2) -------------------------------------------------
+    def number(self, token: Token) -> ast.Literal:
+        text = str(token)
+        if "e" in text.lower():
+            value: Any = _float_constant(text, token)
+        elif "." in text:
+            if self.dialect.decimal_literals == "double":
+                value = _float_constant(text, token)
+            else:
+                value = _decimal_constant(text, token)
+        else:
+            value = int(text)
+            if value > ULONG_MAX:
+                raise FilterError(
+                    f"integer constant {text} is out of range (the largest is 2^64-1)",
+                    position=_position(token))
+            if value > 2**63 - 1:
+                value = ulong(value)
+        return ast.Literal(value, pos=_position(token))
+
+    def inf(self, token: Token) -> ast.Literal:
+        return ast.Literal(float("inf"), pos=_position(token))
+
+    def nan(self, token: Token) -> ast.Literal:
+        return ast.Literal(float("nan"), pos=_position(token))
+
+    def true(self, token: Token) -> ast.Literal:
+        return ast.Literal(True, pos=_position(token))
+
+    def false(self, token: Token) -> ast.Literal:
+        return ast.Literal(False, pos=_position(token))
+
+    def null(self, token: Token) -> ast.Literal:
+        return ast.Literal(None, pos=_position(token))
+
+    def string(self, token: Token) -> ast.Literal:
+        quote = token[0]
+        return ast.Literal(token[1:-1].replace(quote * 2, quote), pos=_position(token))
+
+    def binary_constant(self, token: Token) -> ast.Literal:
+        digits = token[2:]
+        if self.dialect.hex_literals == "integer":
+            return ast.Literal(int(digits, 16), pos=_position(token))
+        if len(digits) % 2:
+            raise FilterError(
+                f"binary constant {token} needs pairs of hex digits (§6.4.4.2.6)",
+                position=_position(token))
+        return ast.Literal(bytes.fromhex(digits), pos=_position(token))
+
+    # -- functions (§6.4.4.3) -------------------------------------------------
+    def call(self, name: Token, *args: ast.Expr | None) -> ast.Call:
+        arguments = tuple(a for a in args if a is not None)
+        upper = name.upper()
+        function = FUNCTIONS.get(upper)
+        if function is None:
+            raise FilterError(
+                f"unknown function {name!s}(); the functions are "
+                f"{', '.join(sorted(FUNCTIONS))}, and vendor functions take a prefix "
+                "such as acme:{name}(...)".replace("{name}", str(name).lower()),
+                position=_position(name))
+        if not function.min_args <= len(arguments) <= function.max_args:
+            expected = (f"{function.min_args}" if function.min_args == function.max_args
+                        else f"{function.min_args} to {function.max_args}")
+            raise FilterError(
+                f"{upper}() takes {expected} argument(s), not {len(arguments)}",
+                position=_position(name))
+        node = ast.Call(upper, arguments, pos=_position(name))
+        _check_constant_date(node)
+        return node
+
+    def vendor_call(self, vendor: Token, name: Token, *args: ast.Expr | None) -> ast.Call:
+        arguments = tuple(a for a in args if a is not None)
+        return ast.Call(str(name), arguments, vendor=str(vendor), pos=_position(vendor))
+
+    # -- fields (§6.4.4.4-6) --------------------------------------------------
+    def qualified_field(self, section: Token, name: Token, *path: ast.Reference) -> ast.Field:
+        target = _SECTIONS[section[:-1].lower()]
+        text = _name(name)
+        if target.is_composite:
+            canonical = _WELL_KNOWN[target].get(text)
+            if canonical is None:
+                raise FilterError(_unknown_field(target, text), position=_position(name))
+            text = canonical
+        return ast.Field(target, text, tuple(path), pos=_position(section))
+
+    def unqualified_field(self, name: Token, *path: ast.Reference) -> ast.Field | ast.Alias:
+        text = _name(name)
+        if name.type == "IDENTIFIER" and text in self.dialect.aliases:
+            if path:
+                raise FilterError(f"{text} is a single value and has no entries",
+                                  position=_position(name))
+            return ast.Alias(text, pos=_position(name))
+        return ast.Field(Section.APPLICATION_PROPERTIES, text, tuple(path), pos=_position(name))
+
+    def map_reference(self, name: Token) -> ast.Key:
+        return ast.Key(_name(name), pos=_position(name))
+
+    def positional_reference(self, index: ast.Expr) -> ast.Index:
+        return ast.Index(index, pos=index.pos)
+
+
+def _name(token: Token) -> str:
+    """An identifier's text; delimited ones lose their brackets and escapes (§6.4.4.6)."""
+    if token.type == "DELIMITED_IDENTIFIER":
+        return token[1:-1].replace("]]", "]").replace("[[", "[")
+    return str(token)
+
+
+def _unknown_field(section: Section, name: str) -> str:
+    known = sorted({canonical for canonical in _WELL_KNOWN[section].values()})
+    close = difflib.get_close_matches(name, list(_WELL_KNOWN[section]), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else f"; the fields are {', '.join(known)}"
+    return f"{name!r} is not a field of the {section.value} section (§6.4.4.4){hint}"
+
+
+def _float_constant(text: str, token: Token) -> float:
+    value = float(text)
+    if value == float("inf"):
+        raise FilterError(f"number {text} is beyond the range of a double (§6.4.4.2.3)",
+                          position=_position(token))
+    return value
+
+
+def _decimal_constant(text: str, token: Token) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:  # pragma: no cover - the token pattern admits only numbers
+        raise FilterError(f"{text} is not a number", position=_position(token)) from None
+    if len(value.as_tuple().digits) > 34:
+        raise FilterError(
+            f"decimal constant {text} has more than the 34 digits of a decimal128 (§6.2)",
+            position=_position(token))
+    return value
+
+
+def _check_constant_like(node: ast.Like) -> None:
+    """A constant pattern or escape that can never work is a definitional error."""
+    escape = node.escape
+    if isinstance(escape, ast.Literal) and isinstance(escape.value, str) and len(escape.value) != 1:
+        raise FilterError(
+            f"the LIKE escape must be one character, not {escape.value!r} (§6.4.3.2)",
+            position=escape.pos)
+    pattern = node.pattern
+    if isinstance(pattern, ast.Literal) and isinstance(pattern.value, str) and (
+        escape is None or isinstance(escape, ast.Literal) and isinstance(escape.value, str)
+    ):
+        try:
+            compile_like(pattern.value, None if escape is None else escape.value)
+        except LikeError as error:
+            raise FilterError(f"invalid LIKE pattern: {error}", position=pattern.pos) from None
+
+
+def _check_constant_date(node: ast.Call) -> None:
+    if node.name == "DATE" and isinstance(node.args[0], ast.Literal):
+        argument = node.args[0].value
+        if isinstance(argument, str) and FUNCTIONS["DATE"].apply(argument) is None:
+            raise FilterError(f"DATE({argument!r}): not an ISO 8601 date-time (§6.4.4.3.7)",
+                              position=node.args[0].pos)
+
+
+def _expected(terminals: set[str]) -> str:
+    words: list[str] = []
+    names = set(terminals)
+    if {"NUMBER", "IDENTIFIER"} <= names:
+        words.append("an expression")
+        names -= _EXPRESSION_STARTS
+    if len(names & _OPERATORS) > 2:
+        words.append("an operator")
+        names -= _OPERATORS | {"NOT"}
+    words.extend(sorted(_TERMINAL_WORDS.get(n, n) for n in names))
+    if len(words) > 1:
+        return ", ".join(words[:-1]) + " or " + words[-1]
+    return words[0] if words else "something else"
+
+
+def _syntax_error(error: UnexpectedInput, text: str) -> FilterError:
+    line, column = error.line, error.column
+    offset = error.pos_in_stream or 0
+    if isinstance(error, UnexpectedCharacters):
+        char = text[offset] if offset < len(text) else ""
+        if char in "'\"":
+            reason = f"unterminated string: no closing {char}"
+        elif char == "[":
+            reason = "unterminated [delimited name]: no closing ]"
+        else:
+            reason = f"unexpected character {char!r}; expected {_expected(set(error.allowed))}"
+    elif isinstance(error, UnexpectedToken) and error.token == "[" and (
+        "DELIMITED_IDENTIFIER" in error.expected
+    ):
+        reason = "unterminated [delimited name]: no closing ]"
+    elif isinstance(error, UnexpectedToken) and error.token.type != "$END":
+        reason = f"unexpected {str(error.token)!r}; expected {_expected(set(error.expected))}"
+    else:
+        expected = set(error.expected) if isinstance(error, UnexpectedToken | UnexpectedEOF) else set()
+        reason = f"unexpected end of expression; expected {_expected(expected)}"
+        lines = text.rstrip().splitlines() or [""]
+        line, column, offset = len(lines), len(lines[-1]) + 1, len(text.rstrip())
+    return FilterError(
+        "syntax error: " + reason, position=SourcePosition(line, column, offset), source=text)
+
+
+_PARSERS: dict[str, Lark] = {}
+_PARSERS_LOCK = threading.Lock()
+
+
+def _parser(dialect: Dialect) -> Lark:
+    with _PARSERS_LOCK:
+        parser = _PARSERS.get(dialect.name)
+        if parser is None:
+            grammar = resources.files("filtex_proton.sql").joinpath("grammar.lark").read_text()
+            parser = Lark(grammar, parser="lalr", lexer="contextual", maybe_placeholders=True,
+                          transformer=_AstBuilder(dialect))
+            _PARSERS[dialect.name] = parser
+        return parser
+
+
+def _check_limits(root: ast.Expr, text: str, limits: Limits) -> None:
+    nodes = 0
+    for node, depth in ast.walk(root):
+        nodes += 1
+        if nodes > limits.max_sql_nodes:
+            raise FilterError(f"expression has more than {limits.max_sql_nodes} nodes",
+                              limit=True, source=text)
+        if depth > limits.max_sql_depth:
+            raise FilterError(f"expression nests deeper than {limits.max_sql_depth} levels",
+                              position=getattr(node, "pos", None), source=text, limit=True)
+        if isinstance(node, ast.In) and len(node.items) > limits.max_in_list:
+            raise FilterError(f"IN list has more than {limits.max_in_list} values",
+                              position=node.pos, source=text, limit=True)
+
+
+def parse(text: str, dialect: Dialect = AMQP_SQL, limits: Limits = DEFAULT_LIMITS) -> ast.Expr:
+    """Parse and statically check a SQL filter or JMS selector; raise :class:`FilterError`."""
+    if not isinstance(text, str):
+        raise FilterError(f"a SQL filter is a string, not {type(text).__name__}")
+    if len(text) > limits.max_sql_length:
+        raise FilterError(f"expression is {len(text)} characters long; the limit is "
+                          f"{limits.max_sql_length}", limit=True)
+    if not text.strip():
+        raise FilterError("the expression is empty")
+    try:
+        root: ast.Expr = _parser(dialect).parse(text)
+    except UnexpectedInput as error:
+        raise _syntax_error(error, text) from None
+    except FilterError as error:
+        raise FilterError(error.reason, position=error.position, source=text,
+                          limit=error.limit) from None
+    _check_limits(root, text, limits)
+    return root

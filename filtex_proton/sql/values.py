@@ -1,0 +1,285 @@
+"""The semantics of SQL filter values (§6.2-§6.4): comparison, arithmetic, truth.
+
+These functions are the single definition of what an operator means; the
+compiler specialises them for the hot path and the reference interpreter calls
+them as they are, and the two are tested against each other. Every function is
+total: a value it cannot work with gives ``None`` (NULL, "unknowable", §2.1),
+never an exception.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+from proton import timestamp
+
+from filtex_proton.amqp.types import Kind, kind_of
+from filtex_proton.sql import iso8601
+
+__all__ = [
+    "LONG_MIN",
+    "NAN",
+    "ULONG_MAX",
+    "arithmetic",
+    "as_decimal",
+    "compare",
+    "concat_or_add",
+    "negate",
+    "truth",
+]
+
+NAN: Final = float("nan")
+LONG_MIN: Final = -(2**63)
+ULONG_MAX: Final = 2**64 - 1
+
+#: decimal128's value space (IEEE 754-2008): results beyond it overflow to NaN (§6.3.1).
+DECIMAL128: Final = decimal.Context(
+    prec=34, Emax=6144, Emin=-6143, rounding=decimal.ROUND_HALF_EVEN,
+    traps=[decimal.Overflow, decimal.InvalidOperation, decimal.DivisionByZero],
+)
+
+NUMERIC: Final = frozenset({Kind.INTEGER, Kind.FLOAT, Kind.DECIMAL, Kind.TIMESTAMP})
+TEXT: Final = frozenset({Kind.STRING, Kind.SYMBOL})
+INTEGRAL: Final = frozenset({Kind.INTEGER, Kind.TIMESTAMP})
+
+#: Kinds whose values can be ordered with > and < when both operands share the kind.
+ORDERED_ALL: Final = frozenset(
+    {Kind.INTEGER, Kind.FLOAT, Kind.DECIMAL, Kind.TIMESTAMP, Kind.STRING, Kind.SYMBOL,
+     Kind.CHAR, Kind.BOOLEAN, Kind.BINARY, Kind.UUID}
+)
+#: Kinds whose values can be tested with = and <> against a value of the same kind.
+EQUATABLE: Final = ORDERED_ALL
+
+
+def as_decimal(value: Any) -> decimal.Decimal:
+    """An exact ``Decimal`` for an integer, float or any AMQP decimal representation."""
+    if isinstance(value, decimal.Decimal):
+        return value
+    if isinstance(value, int) and kind_of(value) is not Kind.DECIMAL:
+        return decimal.Decimal(int(value))
+    if isinstance(value, float):
+        return decimal.Decimal(value)
+    from filtex_proton.amqp.bid import as_decimal as from_bid
+
+    return from_bid(value)
+
+
+def truth(value: Any) -> bool | None:
+    """A value used as a predicate: booleans are themselves, anything else is NULL."""
+    return value if value is True or value is False else None
+
+
+# ---------------------------------------------------------------------------
+# comparison (§6.4.2.3)
+
+_ORDER_OPS: Final[dict[str, Callable[[int], bool]]] = {
+    "=": lambda c: c == 0,
+    "<>": lambda c: c != 0,
+    "!=": lambda c: c != 0,
+    ">": lambda c: c > 0,
+    ">=": lambda c: c >= 0,
+    "<": lambda c: c < 0,
+    "<=": lambda c: c <= 0,
+}
+
+
+def _three_way(a: Any, b: Any) -> int:
+    return (a > b) - (a < b)
+
+
+def _numeric_pair(a: Any, ka: Kind, b: Any, kb: Kind) -> tuple[Any, Any] | None:
+    """Both operands in the domain the comparison happens in (§6.4.2.3 bullets 3-5).
+
+    Integers (and timestamps, §6.3.2) compare by exact value; if either side is a
+    float both become doubles; else if either is a decimal both become exact
+    decimals. ``None`` means a NaN is involved.
+    """
+    if ka is Kind.FLOAT or kb is Kind.FLOAT:
+        x = float(as_decimal(a)) if ka is Kind.DECIMAL else float(a)
+        y = float(as_decimal(b)) if kb is Kind.DECIMAL else float(b)
+        if x != x or y != y:
+            return None
+        return x, y
+    if ka is Kind.DECIMAL or kb is Kind.DECIMAL:
+        x, y = as_decimal(a), as_decimal(b)
+        if x.is_nan() or y.is_nan():
+            return None
+        return x, y
+    return int(a), int(b)
+
+
+def compare(
+    op: str,
+    a: Any,
+    b: Any,
+    *,
+    incomparable: bool | None = None,
+    ordered: frozenset[Kind] = ORDERED_ALL,
+    iso_strings: bool = True,
+) -> bool | None:
+    """Apply a comparison operator with the rules of §6.4.2.3.
+
+    NULL on either side gives NULL. NaN is "not of equal value" to anything and
+    neither greater nor lesser: ``=`` and the orderings are FALSE, ``<>`` TRUE.
+    Values of kinds that cannot be compared give ``incomparable`` (NULL in AMQP
+    SQL per §2.1, FALSE in JMS). ``ordered`` lists the kinds that support > and <
+    (JMS restricts strings and booleans to = and <>). With ``iso_strings`` a
+    string compared with a timestamp is read as ISO 8601 (§6.3.2).
+    """
+    if a is None or b is None:
+        return None
+    ka, kb = kind_of(a), kind_of(b)
+    decide = _ORDER_OPS[op]
+    equality = op in ("=", "<>", "!=")
+    if ka in NUMERIC and kb in NUMERIC:
+        if not equality and (ka not in ordered or kb not in ordered):
+            return incomparable
+        pair = _numeric_pair(a, ka, b, kb)
+        if pair is None:
+            return op in ("<>", "!=")
+        return decide(_three_way(*pair))
+    if iso_strings and (ka is Kind.TIMESTAMP and kb in TEXT or kb is Kind.TIMESTAMP and ka in TEXT):
+        converted = iso8601.to_millis(b if ka is Kind.TIMESTAMP else a)
+        if converted is None:
+            return incomparable
+        x, y = (int(a), converted) if ka is Kind.TIMESTAMP else (converted, int(b))
+        return decide(_three_way(x, y))
+    if ka in TEXT and kb in TEXT:
+        if not equality and ka not in ordered:
+            return incomparable
+        return decide(_three_way(str(a), str(b)))
+    if ka is kb and ka in EQUATABLE:
+        if not equality and ka not in ordered:
+            return incomparable
+        if ka is Kind.UUID:
+            return decide(_three_way(a.bytes, b.bytes))
+        return decide(_three_way(a, b))
+    return incomparable
+
+
+# ---------------------------------------------------------------------------
+# arithmetic (§6.3.1, §6.4.4.1)
+
+
+def _integer_result(value: int, kinds: tuple[Kind, Kind], op: str) -> Any:
+    """An integer result in the widest AMQP integer type, or NaN past it (§6.3.1)."""
+    if not LONG_MIN <= value <= ULONG_MAX:
+        return NAN
+    # timestamp ± integer stays a point in time; timestamp - timestamp is a duration (long).
+    if op in "+-" and (kinds[0] is Kind.TIMESTAMP) != (kinds[1] is Kind.TIMESTAMP):
+        return timestamp(value)
+    return value
+
+
+def _float_result(value: float, a: float, b: float) -> float:
+    """Overflow past double's range is NaN, not infinity (§6.3.1)."""
+    if math.isinf(value) and not (math.isinf(a) or math.isinf(b)):
+        return NAN
+    return value
+
+
+def _decimal_op(op: str, x: decimal.Decimal, y: decimal.Decimal) -> Any:
+    try:
+        if op == "+":
+            return DECIMAL128.add(x, y)
+        if op == "-":
+            return DECIMAL128.subtract(x, y)
+        if op == "*":
+            return DECIMAL128.multiply(x, y)
+        return DECIMAL128.divide(x, y)
+    except (decimal.Overflow, decimal.InvalidOperation, decimal.DivisionByZero):
+        return NAN
+
+
+def _truncating_div(x: int, y: int) -> int:
+    """Integer division rounding toward zero, as SQL and Java do."""
+    quotient = abs(x) // abs(y)
+    return quotient if (x < 0) == (y < 0) else -quotient
+
+
+def arithmetic(op: str, a: Any, b: Any) -> Any:
+    """``+ - * / %`` over numbers (§6.4.4.1.2); NULL for anything else.
+
+    Division by zero and overflow give a float NaN and never fail.
+    """
+    if a is None or b is None:
+        return None
+    ka, kb = kind_of(a), kind_of(b)
+    if ka not in NUMERIC or kb not in NUMERIC:
+        return None
+    if op == "%":
+        if ka not in INTEGRAL or kb not in INTEGRAL:
+            return None
+        x, y = int(a), int(b)
+        if y == 0:
+            return NAN
+        return _integer_result(x - y * _truncating_div(x, y), (ka, kb), op)
+    if ka is Kind.FLOAT or kb is Kind.FLOAT:
+        fx = float(as_decimal(a)) if ka is Kind.DECIMAL else float(a)
+        fy = float(as_decimal(b)) if kb is Kind.DECIMAL else float(b)
+        if op == "+":
+            return _float_result(fx + fy, fx, fy)
+        if op == "-":
+            return _float_result(fx - fy, fx, fy)
+        if op == "*":
+            return _float_result(fx * fy, fx, fy)
+        if fy == 0.0:
+            return NAN
+        return _float_result(fx / fy, fx, fy)
+    if ka is Kind.DECIMAL or kb is Kind.DECIMAL:
+        dx, dy = as_decimal(a), as_decimal(b)
+        if dx.is_nan() or dy.is_nan():
+            return NAN
+        if op == "/" and dy == 0:
+            return NAN
+        return _decimal_op(op, dx, dy)
+    x, y = int(a), int(b)
+    if op == "+":
+        return _integer_result(x + y, (ka, kb), op)
+    if op == "-":
+        return _integer_result(x - y, (ka, kb), op)
+    if op == "*":
+        return _integer_result(x * y, (ka, kb), op)
+    if y == 0:
+        return NAN
+    return _integer_result(_truncating_div(x, y), (ka, kb), op)
+
+
+def concat_or_add(a: Any, b: Any) -> Any:
+    """``+``: concatenation of strings/symbols (a string), else numeric addition."""
+    if isinstance(a, str) and isinstance(b, str):
+        ka, kb = kind_of(a), kind_of(b)
+        if ka in TEXT and kb in TEXT:
+            return str(a) + str(b)
+        return None
+    return arithmetic("+", a, b)
+
+
+def negate(op: str, value: Any) -> Any:
+    """Unary ``+``/``-`` over numbers (§6.4.4.1.1); an unsigned result that does
+    not fit a long (``-(2**64-1)``) is an overflow, NaN."""
+    if value is None:
+        return None
+    kind = kind_of(value)
+    if kind not in NUMERIC:
+        return None
+    if op == "+":
+        return value
+    if kind is Kind.FLOAT:
+        return -float(value)
+    if kind is Kind.DECIMAL:
+        number = as_decimal(value)
+        return NAN if number.is_nan() else -number
+    result = -int(value)
+    return result if LONG_MIN <= result <= ULONG_MAX else NAN
+
+
+def text_of(value: Any) -> str | None:
+    """A string or symbol as ``str`` (symbols are strings to SQL), else ``None``."""
+    if isinstance(value, str) and kind_of(value) in TEXT:
+        return str(value)
+    return None
+
