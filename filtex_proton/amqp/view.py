@@ -81,6 +81,7 @@ class DictMessageView:
 
     def __init__(
         self,
+        *,
         header: Mapping[str, Any] | None = None,
         delivery_annotations: Mapping[Any, Any] | None = None,
         message_annotations: Mapping[Any, Any] | None = None,

@@ -11,7 +11,7 @@ the general semantics cannot drift apart.
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Final
 
 from proton import byte, int32, short, symbol, timestamp, ubyte, uint, ulong, ushort
@@ -34,6 +34,9 @@ _PY_OPS: Final[dict[str, Callable[[Any, Any], bool]]] = {
     ">=": operator.ge, "<": operator.lt, "<=": operator.le,
 }
 _MIRRORED: Final = {"=": "=", "<>": "<>", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
+_NO_MESSAGE: Final[Any] = None  # what constant folding evaluates against
 
 
 def _constant(value: Any) -> Evaluator:
@@ -60,11 +63,6 @@ class _Compiler:
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
         self.folded: dict[int, ast.Literal | None] = {}
-        self.compare_args: Mapping[str, Any] = {
-            "incomparable": dialect.incomparable,
-            "ordered": dialect.ordered,
-            "iso_strings": dialect.iso_strings,
-        }
 
     # -- entry ----------------------------------------------------------------
     def compile(self, node: ast.Expr) -> Evaluator:
@@ -94,7 +92,7 @@ class _Compiler:
             if not isinstance(part, ast.Key | ast.Index) and self.fold(part) is None:
                 return None
         try:
-            value = self._dispatch(node)(None)  # reads nothing: no view needed
+            value = self._dispatch(node)(_NO_MESSAGE)  # reads nothing from it
         except Exception:  # leave it to run time, where errors are NULL
             return None
         return ast.Literal(value, pos=node.pos)
@@ -115,12 +113,10 @@ class _Compiler:
             entries = view.section(section)
             return default if entries is None else entries.get(name, default)
 
-        if node.path:
-            read = self._path(read, node.path)
+        base: Evaluator = self._path(read, node.path) if node.path else read
         convert = self.dialect.value_view
         if convert is None:
-            return read
-        base = read
+            return base
 
         def converted(view: MessageView) -> Any:
             value = base(view)
@@ -254,13 +250,12 @@ class _Compiler:
         if left_constant is not None and right_constant is None:
             return self._compare_constant(_MIRRORED[op], self.compile(right), left_constant.value)
         first, second = self.compile(left), self.compile(right)
-        args = self.compare_args
-        return lambda view: values.compare(op, first(view), second(view), **args)
+        general = self.dialect.compare
+        return lambda view: general(op, first(view), second(view))
 
     def _compare_constant(self, op: str, operand: Evaluator, constant: Any) -> Evaluator:
         """``field <op> constant``: the usual value types tested inline."""
-        args = self.compare_args
-        general = values.compare
+        general = self.dialect.compare
         if constant is None:
             return lambda view: None
         py_op = _PY_OPS[op]
@@ -275,7 +270,7 @@ class _Compiler:
                     return py_op(value, text)
                 if value is None:
                     return None
-                return general(op, value, constant, **args)
+                return general(op, value, constant)
 
             return compare_text
         if constant_type in _INT_TYPES and constant_type is not timestamp:
@@ -287,7 +282,7 @@ class _Compiler:
                     return py_op(value, number)
                 if value is None:
                     return None
-                return general(op, value, constant, **args)
+                return general(op, value, constant)
 
             return compare_int
         if constant_type is float:
@@ -301,10 +296,10 @@ class _Compiler:
                     return py_op(float(value), constant)
                 if value is None:
                     return None
-                return general(op, value, constant, **args)
+                return general(op, value, constant)
 
             return compare_float
-        return lambda view: general(op, operand(view), constant, **args)
+        return lambda view: general(op, operand(view), constant)
 
     def _isnull(self, node: ast.IsNull) -> Evaluator:
         inner = self.compile(node.operand)
@@ -319,7 +314,7 @@ class _Compiler:
             node.escape)
         constant_pattern = (
             pattern is not None and isinstance(pattern.value, str)
-            and (node.escape is None or escape is not None and isinstance(escape.value, str))
+            and (node.escape is None or (escape is not None and isinstance(escape.value, str)))
         )
         if constant_pattern:
             assert pattern is not None
@@ -357,7 +352,7 @@ class _Compiler:
         operand = self.compile(node.operand)
         negated = node.negated
         items = tuple(self.compile(item) for item in node.items)
-        args = self.compare_args
+        equal_to = self.dialect.compare
 
         def in_general(view: MessageView) -> bool | None:
             value = operand(view)
@@ -365,7 +360,7 @@ class _Compiler:
                 return None
             result: bool | None = False
             for item in items:
-                equal = values.compare("=", value, item(view), **args)
+                equal = equal_to("=", value, item(view))
                 if equal is True:
                     return not negated
                 if equal is None:
@@ -388,14 +383,14 @@ class _Compiler:
     def _between(self, node: ast.Between) -> Evaluator:
         operand, low, high = (self.compile(n) for n in (node.operand, node.low, node.high))
         negated = node.negated
-        args = self.compare_args
+        compare = self.dialect.compare
 
         def between(view: MessageView) -> bool | None:
             value = operand(view)
-            above = values.compare(">=", value, low(view), **args)
+            above = compare(">=", value, low(view))
             if above is False:
                 return negated
-            below = values.compare("<=", value, high(view), **args)
+            below = compare("<=", value, high(view))
             if below is False:
                 return negated
             if above is True and below is True:
@@ -444,12 +439,12 @@ def _in_range(value: Any, position: Any) -> bool:
     if kind_of(position) is not Kind.INTEGER:
         return False
     if isinstance(value, list):
-        return 0 <= position < len(value)
+        return bool(0 <= position < len(value))
     elements = getattr(value, "elements", None)
     if isinstance(elements, list):
-        return 0 <= position < len(elements)
+        return bool(0 <= position < len(elements))
     inner = getattr(value, "value", None)
-    return isinstance(inner, list) and 0 <= position < len(inner)
+    return isinstance(inner, list) and bool(0 <= position < len(inner))
 
 
 def compile_expression(node: ast.Expr, dialect: Dialect = AMQP_SQL) -> Evaluator:

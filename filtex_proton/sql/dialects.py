@@ -14,7 +14,7 @@ from typing import Any, Final, Literal
 
 from filtex_proton.amqp.types import HEADER_DEFAULTS, Kind, kind_of
 from filtex_proton.amqp.view import MISSING, Section
-from filtex_proton.sql.values import ORDERED_ALL, as_decimal
+from filtex_proton.sql.values import ORDERED_ALL, as_decimal, compare
 
 __all__ = ["AMQP_SQL", "JMS_SELECTOR", "AliasSpec", "Dialect"]
 
@@ -56,6 +56,11 @@ class Dialect:
     aliases: Mapping[str, AliasSpec] = field(default_factory=dict)
     value_view: Callable[[Any], Any] | None = None
     """Applied to every value read from the message (JMS sees AMQP values as JMS types)."""
+
+    def compare(self, op: str, a: Any, b: Any) -> bool | None:
+        """A comparison operator applied with this dialect's rules."""
+        return compare(op, a, b, incomparable=self.incomparable, ordered=self.ordered,
+                       iso_strings=self.iso_strings)
 
 
 AMQP_SQL: Final = Dialect(

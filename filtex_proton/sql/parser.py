@@ -13,7 +13,7 @@ import difflib
 import threading
 from decimal import Decimal, InvalidOperation
 from importlib import resources
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -56,7 +56,9 @@ def _spellings(canonical: str) -> tuple[str, ...]:
 
 _WELL_KNOWN: Final[dict[Section, dict[str, str]]] = {
     section: {spelling: name for name, _ in fields for spelling in _spellings(name)}
-    for section, fields in ((Section.HEADER, HEADER_FIELDS), (Section.PROPERTIES, PROPERTIES_FIELDS))
+    for section, fields in (
+        (Section.HEADER, HEADER_FIELDS), (Section.PROPERTIES, PROPERTIES_FIELDS)
+    )
 }
 
 # What lark calls a terminal, as a person would say it in "expected ...".
@@ -282,7 +284,7 @@ def _check_constant_like(node: ast.Like) -> None:
             position=escape.pos)
     pattern = node.pattern
     if isinstance(pattern, ast.Literal) and isinstance(pattern.value, str) and (
-        escape is None or isinstance(escape, ast.Literal) and isinstance(escape.value, str)
+        escape is None or (isinstance(escape, ast.Literal) and isinstance(escape.value, str))
     ):
         try:
             compile_like(pattern.value, None if escape is None else escape.value)
@@ -331,7 +333,9 @@ def _syntax_error(error: UnexpectedInput, text: str) -> FilterError:
     elif isinstance(error, UnexpectedToken) and error.token.type != "$END":
         reason = f"unexpected {str(error.token)!r}; expected {_expected(set(error.expected))}"
     else:
-        expected = set(error.expected) if isinstance(error, UnexpectedToken | UnexpectedEOF) else set()
+        expected: set[str] = set()
+        if isinstance(error, UnexpectedToken | UnexpectedEOF):
+            expected = set(error.expected)
         reason = f"unexpected end of expression; expected {_expected(expected)}"
         lines = text.rstrip().splitlines() or [""]
         line, column, offset = len(lines), len(lines[-1]) + 1, len(text.rstrip())
@@ -355,10 +359,8 @@ def _parser(dialect: Dialect) -> Lark:
 
 
 def _check_limits(root: ast.Expr, text: str, limits: Limits) -> None:
-    nodes = 0
-    for node, depth in ast.walk(root):
-        nodes += 1
-        if nodes > limits.max_sql_nodes:
+    for count, (node, depth) in enumerate(ast.walk(root), start=1):
+        if count > limits.max_sql_nodes:
             raise FilterError(f"expression has more than {limits.max_sql_nodes} nodes",
                               limit=True, source=text)
         if depth > limits.max_sql_depth:
@@ -379,7 +381,7 @@ def parse(text: str, dialect: Dialect = AMQP_SQL, limits: Limits = DEFAULT_LIMIT
     if not text.strip():
         raise FilterError("the expression is empty")
     try:
-        root: ast.Expr = _parser(dialect).parse(text)
+        root = cast(ast.Expr, _parser(dialect).parse(text))
     except UnexpectedInput as error:
         raise _syntax_error(error, text) from None
     except FilterError as error:

@@ -87,7 +87,7 @@ _ORDER_OPS: Final[dict[str, Callable[[int], bool]]] = {
 
 
 def _three_way(a: Any, b: Any) -> int:
-    return (a > b) - (a < b)
+    return int(a > b) - int(a < b)
 
 
 def _numeric_pair(a: Any, ka: Kind, b: Any, kb: Kind) -> tuple[Any, Any] | None:
@@ -100,14 +100,14 @@ def _numeric_pair(a: Any, ka: Kind, b: Any, kb: Kind) -> tuple[Any, Any] | None:
     if ka is Kind.FLOAT or kb is Kind.FLOAT:
         x = float(as_decimal(a)) if ka is Kind.DECIMAL else float(a)
         y = float(as_decimal(b)) if kb is Kind.DECIMAL else float(b)
-        if x != x or y != y:
+        if math.isnan(x) or math.isnan(y):
             return None
         return x, y
     if ka is Kind.DECIMAL or kb is Kind.DECIMAL:
-        x, y = as_decimal(a), as_decimal(b)
-        if x.is_nan() or y.is_nan():
+        dx, dy = as_decimal(a), as_decimal(b)
+        if dx.is_nan() or dy.is_nan():
             return None
-        return x, y
+        return dx, dy
     return int(a), int(b)
 
 
@@ -141,7 +141,9 @@ def compare(
         if pair is None:
             return op in ("<>", "!=")
         return decide(_three_way(*pair))
-    if iso_strings and (ka is Kind.TIMESTAMP and kb in TEXT or kb is Kind.TIMESTAMP and ka in TEXT):
+    if iso_strings and (
+        (ka is Kind.TIMESTAMP and kb in TEXT) or (kb is Kind.TIMESTAMP and ka in TEXT)
+    ):
         converted = iso8601.to_millis(b if ka is Kind.TIMESTAMP else a)
         if converted is None:
             return incomparable
