@@ -318,7 +318,10 @@ class _Compiler:
         )
         if constant_pattern:
             assert pattern is not None
-            matcher = compile_like(pattern.value, None if escape is None else escape.value)
+            try:
+                matcher = compile_like(pattern.value, None if escape is None else escape.value)
+            except LikeError:  # a folded (non-literal) pattern or escape: NULL, as at run time
+                return lambda view: None
 
             def like_constant(view: MessageView) -> bool | None:
                 value = operand(view)
@@ -438,13 +441,11 @@ class _Compiler:
 def _in_range(value: Any, position: Any) -> bool:
     if kind_of(position) is not Kind.INTEGER:
         return False
-    if isinstance(value, list):
-        return bool(0 <= position < len(value))
-    elements = getattr(value, "elements", None)
-    if isinstance(elements, list):
-        return bool(0 <= position < len(elements))
-    inner = getattr(value, "value", None)
-    return isinstance(inner, list) and bool(0 <= position < len(inner))
+    if kind_of(value) is Kind.DESCRIBED:
+        value = value.value
+    if kind_of(value) is Kind.ARRAY:
+        value = value.elements  # a tuple in proton's Array
+    return isinstance(value, list | tuple) and bool(0 <= position < len(value))
 
 
 def compile_expression(node: ast.Expr, dialect: Dialect = AMQP_SQL) -> Evaluator:

@@ -143,7 +143,7 @@ JMS_SELECTOR: Final = Dialect(
     decimal_literals="double",
     hex_literals="integer",
     incomparable=False,
-    ordered=frozenset({Kind.INTEGER, Kind.FLOAT}),
+    ordered=frozenset({Kind.INTEGER, Kind.FLOAT, Kind.TIMESTAMP}),  # timestamp = JMS long
     iso_strings=False,
     aliases=JMS_HEADERS,
     value_view=_jms_value,

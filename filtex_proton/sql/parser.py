@@ -182,7 +182,13 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
     def binary_constant(self, token: Token) -> ast.Literal:
         digits = token[2:]
         if self.dialect.hex_literals == "integer":
-            return ast.Literal(int(digits, 16), pos=_position(token))
+            number = int(digits, 16)
+            if number > ULONG_MAX:
+                raise FilterError(
+                    f"integer constant {token} is out of range (the largest is 2^64-1)",
+                    position=_position(token))
+            return ast.Literal(ulong(number) if number > 2**63 - 1 else number,
+                               pos=_position(token))
         if len(digits) % 2:
             raise FilterError(
                 f"binary constant {token} needs pairs of hex digits (§6.4.4.2.6)",

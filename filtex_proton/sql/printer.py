@@ -93,7 +93,7 @@ def _field(node: ast.Field, dialect: Dialect) -> str:
         if isinstance(reference, ast.Key):
             text += "." + _name(reference.name)
         else:
-            text += "[" + to_sql(reference.index, dialect) + "]"
+            text += "[" + _operand(reference.index, dialect) + "]"
     return text
 
 
@@ -149,5 +149,5 @@ def to_sql(node: ast.Expr, dialect: Dialect = AMQP_SQL) -> str:
             return f"{sub(left)} {op} {sub(right)}"
         case ast.Call(name=name, args=args, vendor=vendor):
             prefix = f"{vendor}:" if vendor is not None else ""
-            return f"{prefix}{name}({', '.join(to_sql(a, dialect) for a in args)})"
+            return f"{prefix}{name}({', '.join(sub(a) for a in args)})"
     raise TypeError(f"not an expression: {node!r}")

@@ -30,7 +30,7 @@ def _element(value: Any, position: Any) -> Any:
         value = value.value
     if kind_of(value) is Kind.ARRAY:
         value = value.elements
-    if not isinstance(value, list) or not 0 <= position < len(value):
+    if not isinstance(value, list | tuple) or not 0 <= position < len(value):
         return _MISS
     return value[position]
 

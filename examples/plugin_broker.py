@@ -1,0 +1,121 @@
+"""An ordinary python-qpid-proton queue broker, made to filter by adding the plugin.
+
+It is the broker users start from (python-qpid-proton's examples/broker.py: one
+queue per address, messages kept until a consumer takes them). The lines marked
+``# filtex`` are all it takes to give its receivers AMQP source filters: SQL,
+property, group, constant and the Apache filters, refused on the wire when bad.
+
+    python examples/plugin_broker.py --listen 127.0.0.1:5672
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import logging
+
+from proton import Delivery, Endpoint
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
+
+from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter  # filtex
+
+
+class Queue:
+    """Messages in arrival order; each consumer takes the first one its filter matches."""
+
+    def __init__(self) -> None:
+        self.messages: collections.deque[FilterMessage] = collections.deque()
+        self.consumers: dict[object, LinkFilter] = {}
+
+    def dispatch(self) -> None:
+        for sender, link_filter in list(self.consumers.items()):
+            while sender.credit > 0:  # type: ignore[attr-defined]
+                found = next((m for m in self.messages if link_filter.matches(m)), None)  # filtex
+                if found is None:
+                    break
+                self.messages.remove(found)
+                sender.delivery(sender.delivery_tag())  # type: ignore[attr-defined]
+                sender.stream(found.data)  # type: ignore[attr-defined]  # the bytes as they arrived
+                sender.advance()  # type: ignore[attr-defined]
+
+
+class Broker(MessagingHandler):  # type: ignore[misc]
+    def __init__(self, url: str) -> None:
+        super().__init__(auto_accept=False)
+        self.url = url
+        self.queues: dict[str, Queue] = collections.defaultdict(Queue)
+        self.plugin = FiltexPlugin()  # filtex
+
+    def on_start(self, event: object) -> None:
+        event.container.listen(self.url)  # type: ignore[attr-defined]
+        logging.info("listening on %s", self.url)
+
+    def on_connection_opening(self, event: object) -> None:
+        self.plugin.offer_capabilities(event.connection)  # type: ignore[attr-defined]  # filtex
+
+    def on_link_opening(self, event: object) -> None:
+        link = event.link  # type: ignore[attr-defined]
+        if link.is_sender:
+            link_filter = self.plugin.attach_sender(link)  # filtex: refuses bad filters
+            if link_filter is None:  # filtex
+                return  # filtex
+            address = link.remote_source.address
+            link.source.address = address
+            self.queues[address].consumers[link] = link_filter
+            self.queues[address].dispatch()
+        else:
+            link.target.address = link.remote_target.address
+
+    def on_link_flow(self, event: object) -> None:
+        link = event.link  # type: ignore[attr-defined]
+        if link.is_sender and link.source.address in self.queues:
+            self.queues[link.source.address].dispatch()
+
+    def on_delivery(self, event: object) -> None:
+        # Take the message bytes as they arrived (a decoded proton.Message would
+        # fill in defaults for absent fields, which EXISTS and IS NULL must see).
+        delivery = event.delivery  # type: ignore[attr-defined]
+        link = delivery.link
+        if not link.is_receiver or delivery.partial or not delivery.readable:
+            return
+        data = link.recv(delivery.pending)
+        link.advance()
+        origin = self.plugin.connection_identity(event.connection)  # type: ignore[attr-defined]
+        queue = self.queues[link.target.address]
+        queue.messages.append(self.plugin.message(data, origin=origin))  # filtex
+        delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+        queue.dispatch()
+
+    def _unsubscribe(self, link: object) -> None:
+        for queue in self.queues.values():
+            queue.consumers.pop(link, None)
+
+    def on_link_closing(self, event: object) -> None:
+        self._unsubscribe(event.link)  # type: ignore[attr-defined]
+
+    def on_connection_closing(self, event: object) -> None:
+        self.on_disconnected(event)
+
+    def on_disconnected(self, event: object) -> None:
+        link = event.connection.link_head(Endpoint.REMOTE_ACTIVE)  # type: ignore[attr-defined]
+        while link:
+            self._unsubscribe(link)
+            link = link.next(Endpoint.REMOTE_ACTIVE)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--listen", default="127.0.0.1:5672", help="HOST:PORT to listen on")
+    options = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+    try:
+        Container(Broker(options.listen)).run()
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

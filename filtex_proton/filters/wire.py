@@ -1,0 +1,237 @@
+"""Filter values between ``proton.Data`` and Python, without recursion.
+
+``Data.get_object()`` and ``Data.put_object()`` recurse once per nesting level,
+so a hostile attach with groups nested 10,000 deep would surface as a
+``RecursionError`` deep inside proton. These walkers use an explicit stack and
+refuse, with a limit error, anything nested deeper than any filter within the
+configured :class:`~filtex_proton.limits.Limits` can be. Everything built from
+their output can therefore recurse safely.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from proton import UNDESCRIBED, Array, Data, Described
+
+from filtex_proton.amqp.types import INTEGER_RANGES, Kind, amqp_type_name, kind_of
+from filtex_proton.errors import FilterError
+from filtex_proton.limits import Limits
+
+__all__ = [
+    "check_value", "integer_in_range", "max_nesting", "read_data", "summarise", "write_data",
+]
+
+_CONTAINERS: Final = frozenset({Data.LIST, Data.MAP, Data.DESCRIBED, Data.ARRAY})
+#: proton types UNDESCRIBED as a Constant, yet Array() and .descriptor take and hold it.
+_UNDESCRIBED: Final[Any] = UNDESCRIBED
+
+
+def max_nesting(limits: Limits) -> int:
+    """The deepest nesting of containers a filter within ``limits`` can have.
+
+    Each group level costs two (the described value and its list), a property
+    filter's value at most one per entry it holds, plus a little slack for the
+    filter set's own map and the innermost described filter.
+    """
+    return 2 * limits.max_group_depth + limits.max_property_entries + 8
+
+
+def _too_deep(depth: int) -> FilterError:
+    return FilterError(
+        f"value nested more than {depth} levels deep, deeper than the limits "
+        "max_group_depth and max_property_entries allow",
+        limit=True,
+    )
+
+
+@dataclass(slots=True)
+class _Frame:
+    kind: int
+    items: list[Any] = field(default_factory=list)
+    array_type: int = 0
+    array_described: bool = False
+
+
+def _close(frame: _Frame) -> Any:
+    """The Python value of a finished container."""
+    items = frame.items
+    if frame.kind == Data.LIST:
+        return items
+    if frame.kind == Data.DESCRIBED:
+        return Described(items[0], items[1])
+    if frame.kind == Data.ARRAY:
+        if frame.array_described:
+            return Array(items[0], frame.array_type, *items[1:])
+        return Array(_UNDESCRIBED, frame.array_type, *items)
+    result: dict[Any, Any] = {}
+    for i in range(0, len(items) - 1, 2):
+        key = items[i]
+        try:
+            duplicate = key in result
+        except TypeError:
+            raise FilterError(
+                f"a map key of type {amqp_type_name(key)} is not supported"
+            ) from None
+        if duplicate:
+            raise FilterError(f"duplicate map key {summarise(key)}")
+        result[key] = items[i + 1]
+    return result
+
+
+def read_data(data: Data, max_depth: int) -> Any:
+    """The Python value of ``data``'s current node, as ``get_object()`` would give it.
+
+    The cursor is left on that node. Raises :class:`FilterError` (a limit) when
+    the value is nested more than ``max_depth`` containers deep.
+    """
+    stack: list[_Frame] = []
+
+    def open_node() -> Any:
+        """A scalar's value, or :data:`_OPEN` after entering a container."""
+        node_type = data.type()
+        if node_type is None or node_type not in _CONTAINERS:
+            return data.get_object()
+        if len(stack) >= max_depth:
+            raise _too_deep(max_depth)
+        frame = _Frame(node_type)
+        if node_type == Data.ARRAY:
+            _count, described, array_type = data.get_array()
+            frame.array_type = int(array_type or 0)
+            frame.array_described = bool(described)
+        data.enter()
+        stack.append(frame)
+        return _OPEN
+
+    value = open_node()
+    while True:
+        if value is _OPEN:  # inside a container, before its first child
+            if data.next() is not None:
+                value = open_node()
+                continue
+            data.exit()
+            value = _close(stack.pop())
+        if not stack:
+            return value
+        stack[-1].items.append(value)
+        if data.next() is not None:
+            value = open_node()
+        else:
+            data.exit()
+            value = _close(stack.pop())
+
+
+class _Marker:
+    """A private sentinel (``_OPEN``: a container was entered; ``_DONE``: no more children)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_OPEN: Final = _Marker("_OPEN")
+_DONE: Final = _Marker("_DONE")
+
+
+def write_data(value: Any, data: Data) -> None:
+    """Append ``value`` to ``data`` at its cursor, as ``put_object()`` would."""
+    # Each stack entry is an iterator over the children still to write in a
+    # container that has been entered.
+    stack: list[Iterator[Any]] = [iter((value,))]
+    while stack:
+        item = next(stack[-1], _DONE)
+        if item is _DONE:
+            stack.pop()
+            if stack:
+                data.exit()
+            continue
+        if isinstance(item, Described):
+            data.put_described()
+            children: list[Any] = [item.descriptor, item.value]
+        elif isinstance(item, Array):
+            described = item.descriptor is not _UNDESCRIBED
+            data.put_array(described, item.type)
+            children = ([item.descriptor] if described else []) + list(item.elements)
+        elif isinstance(item, dict):
+            data.put_map()
+            children = [x for pair in item.items() for x in pair]
+        elif isinstance(item, list):
+            data.put_list()
+            children = list(item)
+        else:
+            data.put_object(item)
+            continue
+        data.enter()
+        stack.append(iter(children))
+
+
+def _children(value: Any) -> list[Any] | tuple[Any, ...] | None:
+    kind = kind_of(value)
+    if kind is Kind.MAP:
+        return [x for pair in value.items() for x in pair]
+    if kind is Kind.LIST:
+        return value  # type: ignore[no-any-return]
+    if kind is Kind.ARRAY:
+        head = () if value.descriptor is _UNDESCRIBED else (value.descriptor,)
+        return head + tuple(value.elements)
+    if kind is Kind.DESCRIBED:
+        return (value.descriptor, value.value)
+    return None
+
+
+def check_value(value: Any, max_depth: int) -> None:
+    """Refuse what is not an AMQP value, or nests deeper than ``max_depth``.
+
+    Values from ``Data`` always pass; this guards the library's own users, who
+    may hand in a Python ``set`` or a ``ubyte(300)``.
+    """
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        try:
+            kind = kind_of(item)
+        except TypeError:
+            raise FilterError(
+                f"a Python {type(item).__name__} is not an AMQP value"
+            ) from None
+        if kind is Kind.INTEGER:
+            _check_integer(item)
+        children = _children(item)
+        if children is None:
+            continue
+        if depth >= max_depth:
+            raise _too_deep(max_depth)
+        stack.extend((child, depth + 1) for child in children)
+
+
+def integer_in_range(value: Any) -> bool:
+    """Whether an integer lies in the range of its own AMQP type (``ubyte(300)`` does not)."""
+    number = int(value)
+    for python_type, (low, high) in INTEGER_RANGES.items():
+        if isinstance(value, python_type):
+            return low <= number <= high
+    return False
+
+
+def _check_integer(value: Any) -> None:
+    if not integer_in_range(value):
+        raise FilterError(f"{int(value)} is out of the range of AMQP {amqp_type_name(value)}")
+
+
+def summarise(value: Any, limit: int = 60) -> str:
+    """A short, bounded rendering of a value for error texts (never a full repr)."""
+    try:
+        kind = kind_of(value)
+    except TypeError:
+        return f"<{type(value).__name__}>"
+    if kind in (Kind.MAP, Kind.LIST, Kind.ARRAY, Kind.DESCRIBED):
+        return f"<{amqp_type_name(value)}>"
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+

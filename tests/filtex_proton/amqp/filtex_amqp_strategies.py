@@ -1,0 +1,226 @@
+"""Hypothesis strategies for AMQP values, exact (type-aware, NaN-aware) comparison, and
+conversion to and from the forms python-qpid-proton takes and gives (raw-bit decimals)."""
+
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import strategies as st
+from proton import (
+    Array,
+    Data,
+    Described,
+    byte,
+    char,
+    decimal32,
+    decimal64,
+    decimal128,
+    float32,
+    int32,
+    short,
+    symbol,
+    timestamp,
+    ubyte,
+    uint,
+    ulong,
+    ushort,
+)
+
+from filtex_proton.amqp.bid import (
+    as_decimal,
+    encode_decimal32,
+    encode_decimal64,
+    encode_decimal128,
+)
+from filtex_proton.amqp.codec import UNDESCRIBED
+
+# --------------------------------------------------------------------------- strategies
+
+
+def decimals(precision: int, emin: int, emax: int) -> st.SearchStrategy[Decimal]:
+    """Finite decimals whose coefficient and exponent fit the format exactly."""
+    return st.builds(
+        lambda s, c, e: Decimal((s, tuple(map(int, str(c))), e)),
+        st.integers(0, 1),
+        st.integers(0, 10**precision - 1),
+        st.integers(emin, emax),
+    )
+
+
+DECIMAL32 = decimals(7, -101, 90)
+DECIMAL64 = decimals(16, -398, 369)
+DECIMAL128 = decimals(34, -6176, 6111)
+DECIMAL_SPECIALS = st.sampled_from(
+    [Decimal("NaN"), Decimal("-NaN"), Decimal("Infinity"), Decimal("-Infinity")]
+)
+
+SYMBOLS = st.text(st.characters(min_codepoint=0, max_codepoint=127), max_size=40).map(symbol)
+CHARS = st.characters(exclude_categories=["Cs"]).map(char)
+TEXT = st.one_of(st.text(max_size=20), st.text(max_size=300))
+BINARY = st.one_of(st.binary(max_size=20), st.binary(max_size=300))
+
+#: Element strategies by proton array type; also the scalar AMQP types.
+SCALARS_BY_TYPE: dict[int, st.SearchStrategy[Any]] = {
+    Data.NULL: st.none(),
+    Data.BOOL: st.booleans(),
+    Data.UBYTE: st.integers(0, 2**8 - 1).map(ubyte),
+    Data.USHORT: st.integers(0, 2**16 - 1).map(ushort),
+    Data.UINT: st.integers(0, 2**32 - 1).map(uint),
+    Data.ULONG: st.integers(0, 2**64 - 1).map(ulong),
+    Data.BYTE: st.integers(-(2**7), 2**7 - 1).map(byte),
+    Data.SHORT: st.integers(-(2**15), 2**15 - 1).map(short),
+    Data.INT: st.integers(-(2**31), 2**31 - 1).map(int32),
+    Data.LONG: st.integers(-(2**63), 2**63 - 1),
+    Data.FLOAT: st.floats(width=32).map(float32),
+    Data.DOUBLE: st.floats(),
+    Data.DECIMAL32: DECIMAL32,
+    Data.DECIMAL64: DECIMAL64,
+    Data.DECIMAL128: st.one_of(DECIMAL128, DECIMAL_SPECIALS),
+    Data.CHAR: CHARS,
+    Data.TIMESTAMP: st.integers(-(2**63), 2**63 - 1).map(timestamp),
+    Data.UUID: st.uuids(),
+    Data.BINARY: BINARY,
+    Data.STRING: TEXT,
+    Data.SYMBOL: SYMBOLS,
+}
+
+SCALARS: st.SearchStrategy[Any] = st.one_of(
+    *(s for t, s in SCALARS_BY_TYPE.items() if t not in (Data.DECIMAL32, Data.DECIMAL64))
+)
+
+#: Map keys: hashable, and no NaN (a NaN key cannot be found again).
+KEYS: st.SearchStrategy[Any] = st.one_of(
+    *(
+        s
+        for t, s in SCALARS_BY_TYPE.items()
+        if t not in (Data.FLOAT, Data.DOUBLE, Data.DECIMAL32, Data.DECIMAL64, Data.DECIMAL128)
+    )
+)
+
+DESCRIPTORS: st.SearchStrategy[Any] = st.one_of(
+    st.just(UNDESCRIBED), SYMBOLS, SCALARS_BY_TYPE[Data.ULONG]
+)
+
+
+def scalar_arrays() -> st.SearchStrategy[Array]:
+    return st.sampled_from(sorted(SCALARS_BY_TYPE)).flatmap(
+        lambda t: st.builds(
+            lambda d, els: Array(d, t, *els),
+            DESCRIPTORS,
+            st.lists(SCALARS_BY_TYPE[t], max_size=6),
+        )
+    )
+
+
+def _compound(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    lists = st.lists(children, max_size=5)
+    maps = st.dictionaries(KEYS, children, max_size=5)
+    return st.one_of(
+        lists,
+        maps,
+        st.builds(Described, st.one_of(SYMBOLS, SCALARS_BY_TYPE[Data.ULONG]), children),
+        st.builds(
+            lambda d, els: Array(d, Data.LIST, *els), DESCRIPTORS, st.lists(lists, max_size=3)
+        ),
+        st.builds(lambda d, els: Array(d, Data.MAP, *els), DESCRIPTORS, st.lists(maps, max_size=3)),
+        st.builds(
+            lambda d, els: Array(d, Data.ARRAY, *els),
+            DESCRIPTORS,
+            st.lists(scalar_arrays(), max_size=3),
+        ),
+    )
+
+
+VALUES: st.SearchStrategy[Any] = st.recursive(
+    st.one_of(SCALARS, scalar_arrays()), _compound, max_leaves=25
+)
+
+# --------------------------------------------------------------------------- comparison
+
+
+def same(a: Any, b: Any) -> bool:
+    """Identical AMQP values: same Python types all the way down, NaN equal to NaN,
+    -0.0 distinct from 0.0, Decimals equal digit for digit."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        if math.isnan(a):
+            return math.isnan(b)
+        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+    if isinstance(a, Decimal):
+        return a.as_tuple() == b.as_tuple() and a.is_snan() == b.is_snan()
+    if isinstance(a, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict):
+        return len(a) == len(b) and all(
+            same(ka, kb) and same(va, vb)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    if isinstance(a, Array):
+        return (
+            same(a.descriptor, b.descriptor)
+            and a.type == b.type
+            and len(a.elements) == len(b.elements)
+            and all(same(x, y) for x, y in zip(a.elements, b.elements, strict=True))
+        )
+    if isinstance(a, Described):
+        return same(a.descriptor, b.descriptor) and same(a.value, b.value)
+    return bool(a == b)
+
+
+# --------------------------------------------------------------------------- proton forms
+
+_RAW_DECIMAL = {
+    Data.DECIMAL32: lambda d: decimal32(encode_decimal32(d)),
+    Data.DECIMAL64: lambda d: decimal64(encode_decimal64(d)),
+    Data.DECIMAL128: lambda d: decimal128(encode_decimal128(d)),
+}
+
+
+def to_proton(value: Any) -> Any:
+    """The value as proton's Data.put_object takes it: decimals as proton's raw-bit classes."""
+    if isinstance(value, Decimal):
+        return decimal128(encode_decimal128(value))
+    if isinstance(value, list):
+        return [to_proton(v) for v in value]
+    if isinstance(value, dict):
+        return {to_proton(k): to_proton(v) for k, v in value.items()}
+    if isinstance(value, Described):
+        return Described(to_proton(value.descriptor), to_proton(value.value))
+    if isinstance(value, Array):
+        convert = _RAW_DECIMAL.get(value.type, to_proton)
+        return Array(to_proton(value.descriptor), value.type, *map(convert, value.elements))
+    return value
+
+
+def from_proton(value: Any) -> Any:
+    """A value proton's Data.get_object gave, in our representation (Decimal for decimals)."""
+    if isinstance(value, decimal32 | decimal64 | decimal128):
+        return as_decimal(value)
+    if isinstance(value, list):
+        return [from_proton(v) for v in value]
+    if isinstance(value, dict):
+        return {from_proton(k): from_proton(v) for k, v in value.items()}
+    if isinstance(value, Described):
+        return Described(from_proton(value.descriptor), from_proton(value.value))
+    if isinstance(value, Array):
+        return Array(from_proton(value.descriptor), value.type, *map(from_proton, value.elements))
+    if type(value) is memoryview:
+        return bytes(value)
+    return value
+
+
+def proton_encode(value: Any) -> bytes:
+    data = Data()
+    data.put_object(to_proton(value))
+    return bytes(data.encode())
+
+
+def proton_decode(encoded: bytes) -> Any:
+    data = Data()
+    data.decode(encoded)
+    data.rewind()
+    assert data.next() is not None
+    return from_proton(data.get_object())
