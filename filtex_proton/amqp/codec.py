@@ -81,7 +81,6 @@ class DecodeError(ValueError):
 
 _Decoder = Callable[[bytes, int, int], tuple[Any, int]]
 
-_u8 = struct.Struct(">B").unpack_from
 _i8 = struct.Struct(">b").unpack_from
 _u16 = struct.Struct(">H").unpack_from
 _i16 = struct.Struct(">h").unpack_from
@@ -689,6 +688,13 @@ def decode_fields(buf: bytes, offset: int, names: tuple[str, ...]) -> dict[str, 
                 start = pos + 2
                 pos = start + buf[pos + 1]
                 value = buf[start:pos].decode()
+            elif code == 0xA3:
+                start = pos + 2
+                pos = start + buf[pos + 1]
+                value = _str_new(symbol, buf[start:pos].decode("ascii"))
+            elif code == 0x41:
+                value = True
+                pos += 1
             else:
                 value, pos = dec[code](buf, pos + 1, 1)
             if i < known:
@@ -699,7 +705,9 @@ def decode_fields(buf: bytes, offset: int, names: tuple[str, ...]) -> dict[str, 
     except (struct.error, IndexError):
         raise DecodeError("truncated data", len(buf)) from None
     except UnicodeDecodeError:
-        raise DecodeError("invalid UTF-8 in string", offset) from None
+        raise DecodeError("invalid UTF-8 in string or non-ASCII symbol", offset) from None
+    except RecursionError:  # pragma: no cover - only when called near the recursion limit
+        raise DecodeError("nesting too deep for the interpreter stack", offset) from None
 
 
 def decode_value(buf: bytes | bytearray | memoryview, offset: int = 0) -> tuple[Any, int]:

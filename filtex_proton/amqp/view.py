@@ -32,6 +32,10 @@ class Section(enum.Enum):
     APPLICATION_PROPERTIES = "application-properties"
     FOOTER = "footer"
 
+    # Members are singletons: identity hashing is correct, and it keeps dict lookups
+    # keyed by a section (on the per-message hot path) in C instead of Enum.__hash__.
+    __hash__ = object.__hash__
+
     @property
     def is_composite(self) -> bool:
         """True for the list-encoded sections whose fields are known by name."""

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from filtex_amqp_strategies import VALUES, proton_decode, proton_encode, same
+from filtex_amqp_strategies import (
+    VALUES,
+    proton_can_decode,
+    proton_decode,
+    proton_encode,
+    same,
+)
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -30,7 +36,8 @@ def test_we_read_proton_and_proton_reads_us(value: Any) -> None:
     decoded, end = decode_value(from_proton)
     assert end == len(from_proton) == skip_value(from_proton)
     assert same(decoded, value), (decoded, value)
-    assert same(proton_decode(encode_value(value)), value)
+    if proton_can_decode(value):
+        assert same(proton_decode(encode_value(value)), value)
 
 
 def decode_or_refuse(raw: bytes) -> None:
