@@ -131,7 +131,8 @@ class FilterSet:
         return {symbol(key): item.described() for key, item in self._filters}
 
     def as_data(self) -> Data:
-        """:meth:`echo` as a ``proton.Data`` (e.g. ``link.source.filter.copy(fs.as_data())``)."""
+        """:meth:`echo` as a ``proton.Data`` (e.g. ``link.source.filter.copy(fs.as_data())``);
+        empty for an empty set, so that no filter is echoed where none is in place."""
         data = Data()
         if self._filters:
             write_data(self.echo(), data)

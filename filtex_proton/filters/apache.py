@@ -17,27 +17,26 @@ from filtex_proton.amqp.view import MISSING, MessageView, Section
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import DecodeContext, EvaluationContext, FilterBase
 from filtex_proton.filters.matching import Matcher, check_entry_limit, compile_reference
-from filtex_proton.filters.wire import summarise
+from filtex_proton.filters.wire import TEXT_KINDS, summarise
 
 __all__ = [
     "DirectBinding", "HeadersBinding", "NoLocalFilter", "TopicBinding", "decode_direct",
     "decode_headers", "decode_no_local", "decode_topic",
 ]
 
-_TEXT: Final = frozenset({Kind.STRING, Kind.SYMBOL})
 #: How many candidate positions a topic search tries between two budget checks.
 _BUDGET_STRIDE: Final = 256
 
 
 def _subject(view: MessageView) -> str | None:
     value = view.field(Section.PROPERTIES, "subject")
-    if value is MISSING or value is None or kind_of(value) not in _TEXT:
+    if value is MISSING or value is None or kind_of(value) not in TEXT_KINDS:
         return None
     return str(value)
 
 
 def _text_value(value: Any, ctx: DecodeContext) -> str:
-    if value is None or kind_of(value) not in _TEXT:
+    if value is None or kind_of(value) not in TEXT_KINDS:
         raise ctx.type_error(value, "a string")
     limit = ctx.limits.max_sql_length
     if len(value) > limit:
@@ -171,11 +170,11 @@ def decode_headers(value: Any, ctx: DecodeContext) -> HeadersBinding:
     match_all = True
     entries: list[tuple[Any, Matcher | None]] = []
     for key, reference in value.items():
-        if kind_of(key) not in _TEXT:
+        if kind_of(key) not in TEXT_KINDS:
             raise FilterError(f"key {summarise(key)} is a {amqp_type_name(key)}; "
                               f"{ctx.type_name} keys are strings")
         if key == "x-match":
-            if reference not in ("all", "any") or kind_of(reference) not in _TEXT:
+            if reference not in ("all", "any") or kind_of(reference) not in TEXT_KINDS:
                 raise FilterError(
                     f"x-match must be the symbol 'all' or 'any', not {summarise(reference)}"
                 )
@@ -210,6 +209,6 @@ class NoLocalFilter(FilterBase):
 def decode_no_local(value: Any, ctx: DecodeContext) -> NoLocalFilter:
     # The registry calls it a list (a composite without fields), but Qpid JMS,
     # ActiveMQ and the .NET clients send the string "NoLocalFilter{}": accept both.
-    if not isinstance(value, list) and (value is None or kind_of(value) not in _TEXT):
+    if not isinstance(value, list) and (value is None or kind_of(value) not in TEXT_KINDS):
         raise ctx.type_error(value, "a list (or the string Qpid JMS sends)")
     return NoLocalFilter(ctx.descriptor, value, ctx.type_name)

@@ -16,13 +16,18 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from proton import UNDESCRIBED, Described, float32
+from proton import Described, float32
 
 from filtex_proton.amqp.bid import as_decimal
 from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.amqp.view import MISSING
 from filtex_proton.errors import FilterError
-from filtex_proton.filters.wire import integer_in_range, summarise
+from filtex_proton.filters.wire import (
+    TEXT_KINDS,
+    UNDESCRIBED_ANY,
+    integer_in_range,
+    summarise,
+)
 
 __all__ = [
     "Matcher", "check_entry_limit", "compile_reference", "count_entries", "same_key", "unwrap",
@@ -30,12 +35,8 @@ __all__ = [
 
 Matcher = Callable[[Any], bool]
 
-_TEXT: Final = frozenset({Kind.STRING, Kind.SYMBOL})
 _NUMBER: Final = frozenset({Kind.INTEGER, Kind.FLOAT})
-_CONTAINER: Final = frozenset({Kind.MAP, Kind.LIST, Kind.ARRAY, Kind.DESCRIBED})
 _FLOAT32: Final = struct.Struct("<f")
-#: proton types UNDESCRIBED as a Constant, yet an Array's descriptor holds it.
-_UNDESCRIBED: Final[Any] = UNDESCRIBED
 
 
 def _always(field: Any) -> bool:
@@ -114,7 +115,7 @@ def _text_matcher(text: str, test: Callable[[str], bool] | None = None) -> Match
 
     def match_text(field: Any) -> bool:
         field = unwrap(field)
-        if _kind(field) not in _TEXT:
+        if _kind(field) not in TEXT_KINDS:
             return False
         value = str(field)
         return value == text if test is None else test(value)
@@ -222,8 +223,8 @@ def _array_matcher(descriptor: Any, items: list[Matcher]) -> Matcher:
         if _kind(field) is not Kind.ARRAY or len(field.elements) != len(items):
             return False
         if (
-            descriptor is not _UNDESCRIBED
-            and field.descriptor is not _UNDESCRIBED
+            descriptor is not UNDESCRIBED_ANY
+            and field.descriptor is not UNDESCRIBED_ANY
             and not same_descriptor(descriptor, field.descriptor)
         ):
             return False
@@ -267,7 +268,7 @@ def compile_reference(ref: Any, *, modifiers: bool = True) -> Matcher:
     kind = kind_of(ref)
     if kind is Kind.STRING and modifiers and ref.startswith("&"):
         return _modifier_matcher(str(ref))
-    if kind in _TEXT:
+    if kind in TEXT_KINDS:
         return _text_matcher(str(ref))
     if kind in _NUMBER:
         return _numeric_matcher(ref, kind)

@@ -29,11 +29,9 @@ from filtex_proton.amqp.view import MISSING, MessageView, Section
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import DecodeContext, EvaluationContext, FilterBase, LeafDecoder
 from filtex_proton.filters.matching import Matcher, check_entry_limit, compile_reference
-from filtex_proton.filters.wire import summarise
+from filtex_proton.filters.wire import TEXT_KINDS, summarise
 
 __all__ = ["SECTION_RULES", "PropertyFilter", "SectionRules", "property_decoder"]
-
-_TEXT: Final = frozenset({Kind.STRING, Kind.SYMBOL})
 
 
 def _integer_within(python_type: type, type_name: str) -> tuple[str, Callable[[Any], bool]]:
@@ -71,11 +69,11 @@ _FIELD_TYPES: Final[Mapping[str, tuple[str, Callable[[Any], bool]]]] = {
 
 
 def _text_key(value: Any) -> bool:
-    return kind_of(value) in _TEXT
+    return kind_of(value) in TEXT_KINDS
 
 
 def _annotation_key(value: Any) -> bool:
-    return kind_of(value) in _TEXT or isinstance(value, ulong)
+    return kind_of(value) in TEXT_KINDS or isinstance(value, ulong)
 
 
 @dataclass(frozen=True, slots=True)

@@ -150,21 +150,24 @@ class _Pending:
     rule: GroupRule
     value: Any
     ctx: DecodeContext
-    path: str
-    depth: int
     member_values: Sequence[Any]
     members: list[Filter] = field(default_factory=list)
 
 
-def _at(path: str, error: FilterError) -> FilterError:
-    """The error with where it happened inside nested groups prefixed to its reason."""
-    if not path:
+def _at(stack: Sequence[_Pending], error: FilterError) -> FilterError:
+    """The error with where it happened inside nested groups prefixed to its reason.
+
+    The stack holds every enclosing group, and each is decoding its member
+    number ``len(members) + 1``; the path is built only when it is needed.
+    """
+    if not stack:
         return error
+    path = " > ".join(f"{p.ctx.type_name} member {len(p.members) + 1}" for p in stack)
     return FilterError(f"{path}: {error.reason}", position=error.position, source=error.source,
                        key=error.key, descriptor=error.descriptor, limit=error.limit)
 
 
-def _start(value: Any, limits: Limits, stack: list[_Pending], path: str) -> Filter | None:
+def _start(value: Any, limits: Limits, stack: list[_Pending]) -> Filter | None:
     """Decode a leaf, or push a group whose members come next (then ``None``)."""
     try:
         if not isinstance(value, Described):
@@ -176,16 +179,15 @@ def _start(value: Any, limits: Limits, stack: list[_Pending], path: str) -> Filt
         if filter_type.group is None:
             assert filter_type.decode is not None
             return filter_type.decode(value.value, ctx)
-        depth = stack[-1].depth + 1 if stack else 1
-        if depth > limits.max_group_depth:
+        if len(stack) >= limits.max_group_depth:
             raise FilterError(
                 f"groups nested more than {limits.max_group_depth} deep (limit max_group_depth)",
                 limit=True,
             )
         members = filter_type.group.members(value.value, ctx)
     except FilterError as exc:
-        raise _at(path, exc) from None
-    stack.append(_Pending(filter_type.group, value.value, ctx, path, depth, members))
+        raise _at(stack, exc) from None
+    stack.append(_Pending(filter_type.group, value.value, ctx, members))
     return None
 
 
@@ -197,16 +199,14 @@ def decode_filter(value: Any, limits: Limits = DEFAULT_LIMITS) -> Filter:
     """
     check_value(value, max_nesting(limits))
     stack: list[_Pending] = []
-    built = _start(value, limits, stack, "")
+    built = _start(value, limits, stack)
     while stack:
         pending = stack[-1]
         if built is not None:
             pending.members.append(built)
         index = len(pending.members)
         if index < len(pending.member_values):
-            prefix = f"{pending.path} > " if pending.path else ""
-            path = f"{prefix}{pending.ctx.type_name} member {index + 1}"
-            built = _start(pending.member_values[index], limits, stack, path)
+            built = _start(pending.member_values[index], limits, stack)
         else:
             stack.pop()
             built = pending.rule.build(pending.value, pending.members, pending.ctx)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from proton import (
-    UNDESCRIBED,
     Array,
     Data,
     Described,
@@ -50,6 +49,7 @@ from filtex_proton.amqp.types import (
     kind_of,
 )
 from filtex_proton.amqp.view import DictMessageView, Section
+from filtex_proton.filters.wire import UNDESCRIBED_ANY
 
 __all__ = ["TypedJsonError", "filter_set_from_json", "from_json", "message_from_json", "to_json"]
 
@@ -58,7 +58,6 @@ class TypedJsonError(ValueError):
     """A JSON document that does not describe an AMQP value, message or filter set."""
 
 
-_UNDESCRIBED: Final[Any] = UNDESCRIBED
 _INTEGERS: Final[dict[str, type]] = {
     "ubyte": ubyte, "ushort": ushort, "uint": uint, "ulong": ulong,
     "byte": byte, "short": short, "int": int32, "long": int,
@@ -198,7 +197,7 @@ def _array(raw: Any) -> Array:
     type_name, values = raw["type"], raw["values"]
     if type_name not in _ARRAY_TYPES or not isinstance(values, list):
         raise _fail("array type must be one of " + ", ".join(_ARRAY_TYPES), type_name)
-    descriptor = _descriptor(raw["descriptor"]) if "descriptor" in raw else _UNDESCRIBED
+    descriptor = _descriptor(raw["descriptor"]) if "descriptor" in raw else UNDESCRIBED_ANY
     elements = [_typed(type_name, v) if not isinstance(v, dict) else from_json(v) for v in values]
     return Array(descriptor, _ARRAY_TYPES[type_name], *elements)
 
@@ -314,7 +313,7 @@ def to_json(value: Any) -> Any:
             "type": _ARRAY_TYPE_NAMES.get(value.type, str(value.type)),
             "values": [to_json(item) for item in value.elements],
         }
-        if value.descriptor is not _UNDESCRIBED:
+        if value.descriptor is not UNDESCRIBED_ANY:
             body["descriptor"] = to_json(value.descriptor)
         return {"array": body}
     descriptor = value.descriptor

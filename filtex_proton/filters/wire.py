@@ -10,23 +10,28 @@ their output can therefore recurse safely.
 
 from __future__ import annotations
 
+import decimal
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from proton import UNDESCRIBED, Array, Data, Described
+from proton import UNDESCRIBED, Array, Data, Described, decimal128
 
+from filtex_proton.amqp.bid import encode_decimal128
 from filtex_proton.amqp.types import INTEGER_RANGES, Kind, amqp_type_name, kind_of
 from filtex_proton.errors import FilterError
 from filtex_proton.limits import Limits
 
 __all__ = [
-    "check_value", "integer_in_range", "max_nesting", "read_data", "summarise", "write_data",
+    "TEXT_KINDS", "UNDESCRIBED_ANY", "check_value", "integer_in_range", "max_nesting",
+    "read_data", "summarise", "write_data",
 ]
 
 _CONTAINERS: Final = frozenset({Data.LIST, Data.MAP, Data.DESCRIBED, Data.ARRAY})
 #: proton types UNDESCRIBED as a Constant, yet Array() and .descriptor take and hold it.
-_UNDESCRIBED: Final[Any] = UNDESCRIBED
+UNDESCRIBED_ANY: Final[Any] = UNDESCRIBED
+#: The kinds §4.1.1 treats as one for comparison (and the filters accept for text).
+TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.SYMBOL})
 
 
 def max_nesting(limits: Limits) -> int:
@@ -65,7 +70,7 @@ def _close(frame: _Frame) -> Any:
     if frame.kind == Data.ARRAY:
         if frame.array_described:
             return Array(items[0], frame.array_type, *items[1:])
-        return Array(_UNDESCRIBED, frame.array_type, *items)
+        return Array(UNDESCRIBED_ANY, frame.array_type, *items)
     result: dict[Any, Any] = {}
     for i in range(0, len(items) - 1, 2):
         key = items[i]
@@ -93,7 +98,9 @@ def read_data(data: Data, max_depth: int) -> Any:
         """A scalar's value, or :data:`_OPEN` after entering a container."""
         node_type = data.type()
         if node_type is None or node_type not in _CONTAINERS:
-            return data.get_object()
+            value = data.get_object()
+            # proton hands out binary as a memoryview over its own buffer: copy it out.
+            return bytes(value) if isinstance(value, memoryview) else value
         if len(stack) >= max_depth:
             raise _too_deep(max_depth)
         frame = _Frame(node_type)
@@ -155,7 +162,7 @@ def write_data(value: Any, data: Data) -> None:
             data.put_described()
             children: list[Any] = [item.descriptor, item.value]
         elif isinstance(item, Array):
-            described = item.descriptor is not _UNDESCRIBED
+            described = item.descriptor is not UNDESCRIBED_ANY
             data.put_array(described, item.type)
             children = ([item.descriptor] if described else []) + list(item.elements)
         elif isinstance(item, dict):
@@ -164,6 +171,10 @@ def write_data(value: Any, data: Data) -> None:
         elif isinstance(item, list):
             data.put_list()
             children = list(item)
+        elif isinstance(item, decimal.Decimal):
+            # A value types.py allows that proton cannot encode: send it as decimal128.
+            data.put_decimal128(decimal128(encode_decimal128(item)))
+            continue
         else:
             data.put_object(item)
             continue
@@ -178,7 +189,7 @@ def _children(value: Any) -> list[Any] | tuple[Any, ...] | None:
     if kind is Kind.LIST:
         return value  # type: ignore[no-any-return]
     if kind is Kind.ARRAY:
-        head = () if value.descriptor is _UNDESCRIBED else (value.descriptor,)
+        head = () if value.descriptor is UNDESCRIBED_ANY else (value.descriptor,)
         return head + tuple(value.elements)
     if kind is Kind.DESCRIBED:
         return (value.descriptor, value.value)
@@ -202,6 +213,11 @@ def check_value(value: Any, max_depth: int) -> None:
             ) from None
         if kind is Kind.INTEGER:
             _check_integer(item)
+        elif isinstance(item, decimal.Decimal):
+            try:
+                encode_decimal128(item)
+            except ValueError:
+                raise FilterError(f"{item} cannot be sent as an AMQP decimal128") from None
         children = _children(item)
         if children is None:
             continue
