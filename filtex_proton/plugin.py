@@ -22,9 +22,9 @@ import itertools
 import logging
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, cast
 
-from proton import Condition, Connection, Data, Endpoint, Link, Terminus, symbol
+from proton import Condition, Connection, Data, Endpoint, Handler, Link, Terminus, symbol
 
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.errors import FilterError
@@ -94,7 +94,7 @@ class PluginStats:
     refusals: dict[str, int] = field(default_factory=dict)
 
 
-class _RefusalEnforcer:
+class _RefusalEnforcer(Handler):
     """The handler of a refused link: re-closes it if anything re-opens it.
 
     MessagingHandler's EndpointStateHandler calls ``link.open()`` right after
@@ -234,7 +234,7 @@ class FiltexPlugin:
         link.source.type = Terminus.UNSPECIFIED  # encodes as a null source
         link.target.copy(link.remote_target)
         link.open()
-        link.condition = Condition(INVALID_FIELD, error.client_text(), _FILTER_INFO)
+        link.condition = Condition(INVALID_FIELD, error.client_text(), cast(Any, _FILTER_INFO))
         link.close()
         link.handler = _ENFORCER
 
