@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import logging
+import signal
 
 from proton import Delivery, Endpoint
 from proton.handlers import MessagingHandler
@@ -111,10 +113,10 @@ def main() -> None:
     parser.add_argument("--listen", default="127.0.0.1:5672", help="HOST:PORT to listen on")
     options = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
-    try:
-        Container(Broker(options.listen)).run()
-    except KeyboardInterrupt:
-        pass
+    container = Container(Broker(options.listen))
+    signal.signal(signal.SIGTERM, lambda *_: container.stop())
+    with contextlib.suppress(KeyboardInterrupt):
+        container.run()
 
 
 if __name__ == "__main__":
