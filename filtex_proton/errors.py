@@ -81,7 +81,9 @@ class FilterError(Exception):
         prefix = "..." if start else ""
         window = text[start : start + 120]
         suffix = "..." if start + 120 < len(text) else ""
-        pointer = " " * (len(prefix) + column - 1 - start) + "^"
+        # Tabs stay tabs under the text so the caret lines up however they render.
+        lead = window[: column - 1 - start]
+        pointer = " " * len(prefix) + "".join(c if c == "\t" else " " for c in lead) + "^"
         return f"{prefix}{window}{suffix}\n{pointer}"
 
     def render(self) -> str:

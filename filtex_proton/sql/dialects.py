@@ -37,7 +37,10 @@ class AliasSpec:
             value = self.default
         if value is None or self.convert is None:
             return value
-        return self.convert(value)
+        try:
+            return self.convert(value)
+        except (TypeError, ValueError):  # a field of the wrong type: unknown, not an error
+            return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,11 @@ def _jms_message_id(value: Any, *, bare_strings: bool) -> str | None:
     kind = kind_of(value)
     if kind in (Kind.STRING, Kind.SYMBOL):
         text = str(value)
-        if bare_strings or text.startswith("ID:"):
+        if bare_strings:
+            return text
+        if text.startswith("ID:AMQP_"):  # would read as a typed id: mark it as a string
+            return "ID:AMQP_STRING:" + text
+        if text.startswith("ID:"):
             return text
         return "ID:AMQP_NO_PREFIX:" + text
     if kind is Kind.UUID:

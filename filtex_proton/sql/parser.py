@@ -151,10 +151,11 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
             else:
                 value = _decimal_constant(text, token)
         else:
-            value = int(text)
+            digits = text.lstrip("0") or "0"  # int() refuses more than 4300 digits
+            value = int(digits) if len(digits) <= 20 else ULONG_MAX + 1
             if value > ULONG_MAX:
                 raise FilterError(
-                    f"integer constant {text} is out of range (the largest is 2^64-1)",
+                    f"integer constant {_shorten(text)} is out of range (the largest is 2^64-1)",
                     position=_position(token))
             if value > 2**63 - 1:
                 value = ulong(value)
@@ -245,6 +246,11 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
 
     def positional_reference(self, index: ast.Expr) -> ast.Index:
         return ast.Index(index, pos=index.pos)
+
+
+def _shorten(text: str, width: int = 40) -> str:
+    """Offending text for a message, without quoting thousands of characters back."""
+    return text if len(text) <= width else f"{text[: width - 3]}..."
 
 
 def _name(token: Token) -> str:

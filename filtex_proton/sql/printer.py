@@ -68,7 +68,7 @@ def _literal(value: Any, dialect: Dialect) -> str:
     if isinstance(value, Decimal):
         if dialect.decimal_literals == "double":
             return _literal(float(value), dialect)
-        text = format(abs(value), "f")
+        text = format(value.copy_abs(), "f")  # exact: abs() rounds to the context's 28 digits
         if "." not in text:
             text += ".0"
         return text if not value.is_signed() else f"(-{text})"

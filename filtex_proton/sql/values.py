@@ -274,7 +274,7 @@ def negate(op: str, value: Any) -> Any:
         return -float(value)
     if kind is Kind.DECIMAL:
         number = as_decimal(value)
-        return NAN if number.is_nan() else -number
+        return NAN if number.is_nan() else number.copy_negate()  # exact: '-' rounds to 28 digits
     result = -int(value)
     return result if LONG_MIN <= result <= ULONG_MAX else NAN
 
