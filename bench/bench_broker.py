@@ -1,0 +1,334 @@
+"""Throughput of a running filtex-broker on a one-queue workload, with and without filters.
+
+    python bench/bench_broker.py [--messages 200000] [--runs 3] [--profile DIR]
+
+Starts ``python -m broker`` on an ephemeral port, then for each scenario
+attaches the consumers, sends the messages from one producer and measures the
+delivered rate (messages / seconds from the first send to the last receive):
+
+* ``unfiltered``: one consumer without filters (the baseline);
+* ``1 filtered``: one consumer with an SQL filter that every message passes
+  (``k < 10``): the full cost of evaluating, nothing skipped;
+* ``10 filtered``: ten competing consumers, consumer *i* with ``k = i``
+  (disjoint, together they cover every message).
+
+Each message is 100 bytes of body with ``application-properties {k: 0..9}``
+(k drawn pseudo-randomly, the same sequence every run, so that the round robin
+does not line up with the keys) and a ``message-id``; the producer sends unsettled (at-least-once) and waits
+for every ``accepted``. The load generator is a small Proton-C program
+(embedded below, compiled once with ``cc`` against libqpid-proton; on Debian
+``apt-get install libqpid-proton11-dev``) in separate processes, so that it is
+not the bottleneck; the ratio column compares each scenario with the
+unfiltered baseline measured in the same run. ``--profile DIR`` also records
+the broker with py-spy (``pip install py-spy``) during each scenario.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+LOADGEN_C: Final = r"""
+/* filtex-broker load generator: send or receive COUNT raw, pre-encoded messages. */
+#include <proton/connection.h>
+#include <proton/condition.h>
+#include <proton/delivery.h>
+#include <proton/link.h>
+#include <proton/message.h>
+#include <proton/proactor.h>
+#include <proton/session.h>
+#include <proton/transport.h>
+#include <proton/codec.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define VARIANTS 10
+typedef struct {
+  int sending; const char *host, *port, *address, *filter; int count, window;
+  pn_proactor_t *proactor; char *msg[VARIANTS]; size_t len[VARIANTS];
+  int sent, done, failed; double first, last; char buf[65536]; uint64_t seed;
+} app_t;
+
+static uint64_t next_random(app_t *app) {  /* xorshift64: the same sequence every run */
+  app->seed ^= app->seed << 13; app->seed ^= app->seed >> 7; app->seed ^= app->seed << 17;
+  return app->seed;
+}
+
+static double now(void) {
+  struct timespec ts; clock_gettime(CLOCK_REALTIME, &ts); return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void encode(app_t *app) {
+  char body[100]; memset(body, 'x', sizeof body);
+  for (int i = 0; i < VARIANTS; i++) {
+    pn_message_t *m = pn_message();
+    pn_message_set_id(m, (pn_atom_t){.type = PN_ULONG, .u.as_ulong = (uint64_t)i});
+    pn_data_t *props = pn_message_properties(m);
+    pn_data_put_map(props); pn_data_enter(props);
+    pn_data_put_string(props, pn_bytes(1, "k")); pn_data_put_int(props, i);
+    pn_data_exit(props);
+    pn_data_put_binary(pn_message_body(m), pn_bytes(sizeof body, body));
+    pn_message_set_inferred(m, true);
+    size_t size = 4096; app->msg[i] = malloc(size);
+    if (pn_message_encode(m, app->msg[i], &size)) { fprintf(stderr, "encode failed\n"); exit(1); }
+    app->len[i] = size; pn_message_free(m);
+  }
+}
+
+static void finish(app_t *app, pn_event_t *e) {
+  app->last = now();
+  printf("%s count=%d first=%.6f last=%.6f failed=%d\n", app->sending ? "send" : "recv",
+         app->done, app->first, app->last, app->failed);
+  fflush(stdout);
+  pn_connection_close(pn_event_connection(e));
+}
+
+static int handle(app_t *app, pn_event_t *e) {
+  switch (pn_event_type(e)) {
+  case PN_CONNECTION_INIT: {
+    pn_connection_t *c = pn_event_connection(e);
+    char id[64]; snprintf(id, sizeof id, "loadgen-%d", (int)getpid());
+    pn_connection_set_container(c, id);
+    pn_connection_open(c);
+    pn_session_t *s = pn_session(c); pn_session_open(s);
+    pn_link_t *l;
+    if (app->sending) {
+      l = pn_sender(s, "loadgen-send");
+      pn_terminus_set_address(pn_link_target(l), app->address);
+    } else {
+      l = pn_receiver(s, "loadgen-recv");
+      pn_terminus_set_address(pn_link_source(l), app->address);
+      if (app->filter && *app->filter) {
+        pn_data_t *f = pn_terminus_filter(pn_link_source(l));
+        pn_data_put_map(f); pn_data_enter(f);
+        pn_data_put_symbol(f, pn_bytes(3, "sql"));
+        pn_data_put_described(f); pn_data_enter(f);
+        pn_data_put_symbol(f, pn_bytes(15, "amqp:sql-filter"));
+        pn_data_put_string(f, pn_bytes(strlen(app->filter), app->filter));
+        pn_data_exit(f); pn_data_exit(f);
+      }
+    }
+    pn_link_open(l);
+    if (!app->sending) pn_link_flow(l, app->window);
+    break;
+  }
+  case PN_LINK_REMOTE_OPEN: {
+    pn_link_t *l = pn_event_link(e);
+    if (pn_terminus_get_type(pn_link_remote_source(l)) == PN_UNSPECIFIED && !app->sending) {
+      fprintf(stderr, "link refused\n"); exit(3);
+    }
+    printf("ready\n"); fflush(stdout);
+    break;
+  }
+  case PN_LINK_FLOW: {
+    pn_link_t *l = pn_event_link(e);
+    if (!app->sending) break;
+    if (app->sent == 0 && pn_link_credit(l) > 0) app->first = now();
+    while (pn_link_credit(l) > 0 && app->sent < app->count) {
+      int i = app->sent++;
+      int v = (int)(next_random(app) % VARIANTS);  /* k in random order, not round robin */
+      pn_delivery(l, pn_dtag((const char *)&i, sizeof i));
+      pn_link_send(l, app->msg[v], app->len[v]);
+      pn_link_advance(l);
+    }
+    break;
+  }
+  case PN_DELIVERY: {
+    pn_delivery_t *d = pn_event_delivery(e);
+    pn_link_t *l = pn_delivery_link(d);
+    if (app->sending) {
+      if (!pn_delivery_updated(d)) break;
+      if (pn_delivery_remote_state(d) != PN_ACCEPTED) app->failed++;
+      pn_delivery_settle(d);
+      if (++app->done == app->count) finish(app, e);
+    } else {
+      if (!pn_delivery_readable(d) || pn_delivery_partial(d)) break;
+      while (pn_link_recv(l, app->buf, sizeof app->buf) > 0) {}
+      pn_link_advance(l);
+      pn_delivery_update(d, PN_ACCEPTED); pn_delivery_settle(d);
+      if (app->done++ == 0) app->first = now();
+      if (pn_link_credit(l) < app->window / 2) pn_link_flow(l, app->window - pn_link_credit(l));
+      if (app->done == app->count) finish(app, e);
+    }
+    break;
+  }
+  case PN_TRANSPORT_CLOSED: {
+    pn_condition_t *c = pn_transport_condition(pn_event_transport(e));
+    if (pn_condition_is_set(c) && app->done < app->count) {
+      fprintf(stderr, "transport: %s: %s\n", pn_condition_get_name(c),
+              pn_condition_get_description(c)); exit(2);
+    }
+    break;
+  }
+  case PN_PROACTOR_INACTIVE: return 0;
+  default: break;
+  }
+  return 1;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 6) {
+    fprintf(stderr, "usage: loadgen send|recv HOST PORT ADDRESS COUNT [SQL]\n"); return 2;
+  }
+  app_t app = {0};
+  app.sending = !strcmp(argv[1], "send"); app.host = argv[2]; app.port = argv[3];
+  app.address = argv[4]; app.count = atoi(argv[5]); app.filter = argc > 6 ? argv[6] : NULL;
+  app.window = 1000; app.seed = 88172645463325252ULL;
+  encode(&app);
+  char addr[PN_MAX_ADDR];
+  app.proactor = pn_proactor();
+  pn_proactor_addr(addr, sizeof addr, app.host, app.port);
+  pn_proactor_connect2(app.proactor, NULL, NULL, addr);
+  for (int more = 1; more;) {
+    pn_event_batch_t *events = pn_proactor_wait(app.proactor);
+    for (pn_event_t *e; more && (e = pn_event_batch_next(events));) more = handle(&app, e);
+    pn_proactor_done(app.proactor, events);
+  }
+  pn_proactor_free(app.proactor);
+  return app.done == app.count && !app.failed ? 0 : 1;
+}
+"""
+
+REPO: Final = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    filters: tuple[str | None, ...]
+    """One entry per consumer: its SQL filter, or None."""
+
+
+SCENARIOS: Final = (
+    Scenario("unfiltered", (None,)),
+    Scenario("1 filtered", ("k < 10",)),
+    Scenario("10 filtered", tuple(f"k = {i}" for i in range(10))),
+)
+
+
+def build_loadgen() -> Path:
+    """Compile the load generator once (cached by source hash)."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        sys.exit("bench: a C compiler is needed for the load generator (apt-get install gcc)")
+    digest = hashlib.sha256(LOADGEN_C.encode()).hexdigest()[:12]
+    cache = Path(tempfile.gettempdir()) / f"filtex-loadgen-{digest}"
+    if cache.exists():
+        return cache
+    source = cache.with_suffix(".c")
+    source.write_text(LOADGEN_C)
+    for libs in (["-lqpid-proton"], ["-lqpid-proton-proactor", "-lqpid-proton-core"]):
+        command = [cc, "-O2", "-o", str(cache), str(source), *libs]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode == 0:
+            break
+    if result.returncode != 0:
+        sys.exit("bench: cannot build the load generator (apt-get install libqpid-proton11-dev):\n"
+                 + result.stderr)
+    return cache
+
+
+def start_broker(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+    ready = workdir / "ready"
+    broker = subprocess.Popen(
+        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+         "--log-level", "WARNING"],
+        cwd=REPO,
+    )
+    deadline = time.monotonic() + 30
+    while not ready.exists():
+        if broker.poll() is not None or time.monotonic() > deadline:
+            sys.exit("bench: the broker did not start")
+        time.sleep(0.05)
+    port = int(ready.read_text().split()[0].rpartition(":")[2])
+    return broker, port
+
+
+def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue: str,
+                 profile: Path | None, broker_pid: int) -> float:
+    """Delivered messages per second for one scenario."""
+    per_consumer = count // len(scenario.filters)
+    receivers = []
+    for sql in scenario.filters:
+        args = [str(loadgen), "recv", "127.0.0.1", str(port), queue, str(per_consumer)]
+        if sql is not None:
+            args.append(sql)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        if proc.stdout.readline().strip() != "ready":
+            sys.exit(f"bench: a receiver could not attach ({scenario.name})")
+        receivers.append(proc)
+    spy = None
+    if profile is not None:
+        svg = profile / f"{scenario.name.replace(' ', '-')}.svg"
+        spy = subprocess.Popen(["py-spy", "record", "-p", str(broker_pid), "-o", str(svg),
+                                "--nonblocking"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+    sender = subprocess.run(
+        [str(loadgen), "send", "127.0.0.1", str(port), queue, str(per_consumer * len(receivers))],
+        capture_output=True, text=True, check=False, timeout=600,
+    )
+    lasts = []
+    for proc in receivers:
+        out, _ = proc.communicate(timeout=600)
+        fields = dict(part.split("=") for part in out.split()[1:] if "=" in part)
+        lasts.append(float(fields["last"]))
+    if spy is not None:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(timeout=60)
+    if sender.returncode != 0:
+        sys.exit(f"bench: the sender failed ({scenario.name}): {sender.stdout} {sender.stderr}")
+    sent = dict(part.split("=") for part in sender.stdout.split()[2:] if "=" in part)
+    return per_consumer * len(receivers) / (max(lasts) - float(sent["first"]))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=3, help="runs per scenario (median reported)")
+    parser.add_argument("--profile", type=Path, help="record py-spy flame graphs here")
+    args = parser.parse_args()
+    loadgen = build_loadgen()
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        broker, port = start_broker(Path(tmp))
+        try:
+            results: dict[str, list[float]] = {s.name: [] for s in SCENARIOS}
+            for run in range(args.runs):
+                for scenario in SCENARIOS:
+                    queue = f"bench-{run}-{scenario.name.replace(' ', '-')}"
+                    profile = args.profile if run == 0 else None
+                    rate = run_scenario(loadgen, port, scenario, args.messages, queue, profile,
+                                        broker.pid)
+                    results[scenario.name].append(rate)
+                    print(f"  run {run + 1} {scenario.name:12s} {rate:9.0f} msg/s", flush=True)
+        finally:
+            broker.send_signal(signal.SIGTERM)
+            broker.wait(timeout=30)
+    baseline = statistics.median(results["unfiltered"])
+    print(f"\n{'scenario':14s} {'msg/s (median)':>15s} {'vs unfiltered':>14s}")
+    for name, rates in results.items():
+        rate = statistics.median(rates)
+        print(f"{name:14s} {rate:15.0f} {rate / baseline:13.2f}x")
+    print(f"\n{args.messages} messages per scenario, {args.runs} runs, "
+          f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""``filtex-broker`` / ``python -m broker``: configure, log to stderr, serve until a signal."""
+
+from __future__ import annotations
+
+import gc
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+from broker.config import ConfigError, describe, load_config
+from broker.server import Broker
+
+__all__ = ["main"]
+
+
+def tune_gc() -> None:
+    """Collect cyclic garbage rarely: queued messages are many long-lived objects.
+
+    The broker's per-message objects are freed by reference counting; with the
+    default thresholds CPython re-scans every queued message in frequent full
+    collections (measured: a fifth of the run time, pauses of ~100 ms, with a
+    200k-message backlog). Full collections still happen, just rarely.
+    """
+    gc.freeze()  # what start-up allocated is never garbage
+    gc.set_threshold(100_000, 50, 100)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the broker; 0 after SIGINT/SIGTERM, 2 for a bad configuration, 1 if it cannot run."""
+    try:
+        config = load_config(argv)
+    except ConfigError as exc:
+        print(f"filtex-broker: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(
+        level=config.log_level.upper(),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    log = logging.getLogger("filtex.broker")
+    log.info("starting: %s", describe(config))
+    broker = Broker(config)
+    tune_gc()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("received %s", signal.Signals(signum).name)
+        broker.stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        broker.run()
+    except OSError as exc:
+        log.error("cannot run: %s", exc)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

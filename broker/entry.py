@@ -1,0 +1,57 @@
+"""One message held by one node: the bytes that arrived, and where it stands.
+
+The bytes are forwarded untouched; the plugin's message (``message``) decodes
+sections lazily and is shared by every link that evaluates it, so a topic gives
+each subscription its own :class:`Entry` around the same message.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+from filtex_proton.plugin import FilterMessage
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+
+__all__ = ["RETRIES", "Entry"]
+
+RETRIES: Final = 3
+"""Times one consumer re-evaluates an entry after its filter ran out of evaluation budget."""
+
+
+class Entry:
+    """A message in a node: queued (``owner is None``) or delivered and unsettled.
+
+    ``pos`` is the entry's slot in its queue (the queue keeps delivered entries
+    in their slot, so a message that comes back is back in order); ``refused``
+    holds consumers that answered ``modified(undeliverable-here)``.
+    """
+
+    __slots__ = ("data", "message", "owner", "pos", "refused", "retries", "size")
+
+    def __init__(self, message: FilterMessage) -> None:
+        self.message = message
+        self.data: bytes = message.data
+        self.size = len(self.data)
+        self.pos = -1
+        self.owner: Consumer | None = None
+        self.refused: set[Consumer] | None = None
+        self.retries: dict[Consumer, int] | None = None
+
+    def retry(self, consumer: Consumer) -> bool:
+        """Whether a consumer whose filter ran out of time on this entry should try again."""
+        if self.retries is None:
+            self.retries = {}
+        count = self.retries.get(consumer, 0)
+        self.retries[consumer] = count + 1
+        return count < RETRIES
+
+    @property
+    def origin(self) -> object:
+        """The identity of the connection the message arrived on (for no-local)."""
+        return self.message.origin
+
+    def __repr__(self) -> str:
+        state = "queued" if self.owner is None else "delivered"
+        return f"<Entry {self.size} bytes at {self.pos} {state}>"

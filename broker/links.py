@@ -1,0 +1,264 @@
+"""Answering attaches and detaches: which node a link goes to, and what the reply says.
+
+For a link the broker sends on, the plugin sees the attach first
+(:meth:`FiltexPlugin.attach_sender`): it validates and compiles the filter set,
+and either writes the filter echo and capabilities into our source or refuses
+the link on the wire (null source, detach with ``amqp:invalid-field``). Only
+then does the broker pick or create the node and fill in the rest of the
+source. Refusals for the broker's own reasons (no such durable subscription,
+transactions) use the same wire pattern with their own condition.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from proton import Condition, Link, Receiver, Sender, Terminus
+
+from broker.client import ClientConnection
+from broker.config import BrokerConfig
+from broker.consumer import Consumer
+from broker.node import Node
+from broker.producer import Producer
+from broker.queue import Queue
+from broker.registry import Registry
+from broker.terminus import TerminusRequest, read_terminus
+from broker.topic import Subscription, Topic
+from filtex_proton.plugin import FilterMessage, FiltexPlugin
+
+__all__ = ["LinkManager"]
+
+log = logging.getLogger("filtex.broker")
+
+NOT_FOUND: Final = "amqp:not-found"
+NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+RESOURCE_LOCKED: Final = "amqp:resource-locked"
+
+LinkState = Consumer | Producer
+
+
+def refuse(link: Link, condition: str, description: str) -> None:
+    """Refuse an attach: reply with a null terminus on our side, then detach closed."""
+    if link.is_sender:
+        link.source.type = Terminus.UNSPECIFIED
+        link.target.copy(link.remote_target)
+    else:
+        link.target.type = Terminus.UNSPECIFIED
+        link.source.copy(link.remote_source)
+    link.open()
+    link.condition = Condition(condition, description)
+    link.close()
+    log.warning("refused link %r: %s: %s", link.name, condition, description)
+
+
+class LinkManager:
+    """Attaches links to nodes and detaches them, keeping the registry consistent."""
+
+    def __init__(self, config: BrokerConfig, registry: Registry, plugin: FiltexPlugin) -> None:
+        self.config = config
+        self.registry = registry
+        self.plugin = plugin
+
+    def _make_message(self, data: bytes, origin: object) -> FilterMessage:
+        return self.plugin.message(data, origin=origin)
+
+    # -- attach ---------------------------------------------------------------------
+
+    def attach(self, link: Link, client: ClientConnection) -> LinkState | None:
+        """Answer the peer's attach; returns the link's state, or None if refused."""
+        if isinstance(link, Sender):
+            return self._attach_consumer(link, client)
+        assert isinstance(link, Receiver)
+        return self._attach_producer(link, client)
+
+    def _attach_consumer(self, link: Sender, client: ClientConnection) -> Consumer | None:
+        request = read_terminus(link.remote_source)
+        registry = self.registry
+        subscription: Subscription | None = None
+        durable_key: tuple[str, str] | None = None
+        if request.address is None and not request.dynamic:
+            # Qpid JMS looks up (and unsubscribes) a durable subscription by link name alone.
+            subscription = registry.durable.get((client.container, link.name))
+            if subscription is None:
+                refuse(link, NOT_FOUND, f"no source address, and no durable subscription "
+                       f"named {link.name!r} for container {client.container!r}")
+                return None
+        elif not request.dynamic:
+            assert request.address is not None
+            existing = registry.lookup(request.address)
+            is_topic = isinstance(existing, Topic) if existing is not None else request.topic
+            if is_topic and request.durable:
+                durable_key = (client.container, link.name)
+                subscription = registry.durable.get(durable_key)
+        if subscription is not None and subscription.consumer is not None:
+            refuse(link, RESOURCE_LOCKED,
+                   f"durable subscription {link.name!r} already has a consumer")
+            return None
+        if subscription is not None and request.address not in (None, subscription.topic.name):
+            self._end_subscription(subscription)  # the JMS way to move a subscription
+            subscription = None
+
+        link_filter = self.plugin.attach_sender(link)
+        if link_filter is None:
+            return None  # refused on the wire by the plugin, which logged why
+        active_filter = None if link_filter.is_trivial else link_filter
+
+        node: Node
+        if subscription is not None:
+            node = subscription.topic
+            if active_filter is not None:
+                subscription.filter = active_filter
+        elif request.dynamic:
+            node = registry.dynamic_node(topic=request.topic)
+        else:
+            assert request.address is not None
+            node = registry.node(request.address, topic=request.topic)
+
+        browse = False
+        if isinstance(node, Topic):
+            if subscription is None:
+                subscription = node.subscribe(durable_key, active_filter)
+                if durable_key is not None:
+                    registry.durable[durable_key] = subscription
+            queue = subscription.queue
+            consumer_filter = None  # a subscription is filtered when messages are published
+        else:
+            assert isinstance(node, Queue)
+            queue = node
+            browse = request.copy
+            consumer_filter = active_filter
+
+        self._reply_source(link, request, node, browse=browse, subscription=subscription)
+        presettled = link.remote_snd_settle_mode == Link.SND_SETTLED
+        link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        link.open()
+
+        consumer = Consumer(
+            link, node, queue, consumer_filter,
+            browse=browse, presettled=presettled,
+            make_message=self._make_message, dead_letter=registry.dead_letter,
+            subscription=subscription,
+        )
+        if subscription is not None:
+            subscription.consumer = consumer
+        if request.dynamic:
+            node.dynamic_owner = consumer
+        queue.add_consumer(consumer)
+        client.consumers.append(consumer)
+        log.info(
+            "connection %d: %s %r attached to %s %r%s%s%s",
+            client.origin, "browser" if browse else "consumer", link.name, node.kind,
+            node.name, " (filtered)" if link_filter is not None and not link_filter.is_trivial
+            else "", " (durable subscription)" if subscription is not None and subscription.durable
+            else "", " (pre-settled)" if presettled else "",
+        )
+        return consumer
+
+    @staticmethod
+    def _reply_source(
+        link: Sender, request: TerminusRequest, node: Node, *, browse: bool,
+        subscription: Subscription | None,
+    ) -> None:
+        """Our source: the address (fresh if dynamic) and the peer's durability, as granted."""
+        remote = link.remote_source
+        source = link.source
+        source.address = node.name
+        if request.dynamic:
+            source.dynamic = True
+        source.durability = remote.durability
+        source.expiry_policy = remote.expiry_policy
+        source.timeout = remote.timeout
+        if subscription is not None and subscription.durable and request.address is None:
+            source.durability = Terminus.DELIVERIES
+            source.expiry_policy = Terminus.EXPIRE_NEVER
+        if browse:
+            source.distribution_mode = Terminus.DIST_MODE_COPY
+        link.target.copy(link.remote_target)
+
+    def _attach_producer(self, link: Receiver, client: ClientConnection) -> Producer | None:
+        request = read_terminus(link.remote_target)
+        if request.coordinator:
+            refuse(link, NOT_IMPLEMENTED, "transactions are not supported by this broker")
+            return None
+        node: Node | None
+        if request.dynamic:
+            node = self.registry.dynamic_node(topic=request.topic)
+        elif request.address is None:
+            node = None  # anonymous relay: routed per message by properties.to
+        else:
+            node = self.registry.node(request.address, topic=request.topic)
+        target = link.target
+        target.copy(link.remote_target)
+        if node is not None:
+            target.address = node.name
+            target.dynamic = request.dynamic
+        link.source.copy(link.remote_source)
+        link.rcv_settle_mode = Link.RCV_FIRST
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.max_message_size = self.config.max_message_size
+        link.open()
+        producer = Producer(
+            link, node, origin=client.origin, registry=self.registry,
+            make_message=self._make_message, window=self.config.credit_window,
+            max_size=self.config.max_message_size,
+        )
+        if node is not None and request.dynamic:
+            node.dynamic_owner = producer
+        producer.top_up()
+        client.producers.append(producer)
+        log.info("connection %d: producer %r attached to %s", client.origin, link.name,
+                 f"{node.kind} {node.name!r}" if node is not None else "anonymous relay")
+        return producer
+
+    # -- detach --------------------------------------------------------------------------
+
+    def detach(self, state: LinkState, client: ClientConnection | None, *, closed: bool) -> None:
+        """The link is detached (``closed``: for good) or its connection is gone."""
+        if isinstance(state, Consumer):
+            if state.closed:
+                return
+            returned = state.detach()
+            subscription = state.subscription
+            if subscription is not None:
+                if subscription.consumer is state:
+                    subscription.consumer = None
+                if not subscription.durable or closed:
+                    self._end_subscription(subscription)
+            if client is not None and state in client.consumers:
+                client.consumers.remove(state)
+            stats = state.filter_stats
+            log.info("consumer %r detached from %r%s%s%s", state.name, state.node.name,
+                     f", {returned} unsettled message(s) returned" if returned else "",
+                     " (durable subscription kept)" if subscription is not None
+                     and subscription.durable and not closed else "",
+                     f"; filter: {stats.evaluations} evaluated, {stats.matches} matched, "
+                     f"{stats.nulls} unknown ({stats.errors} errors, {stats.budget_exceeded} "
+                     "over budget)" if stats is not None else "")
+        else:
+            if state.closed:
+                return
+            state.detach()
+            if client is not None and state in client.producers:
+                client.producers.remove(state)
+            log.info("producer %r detached", state.name)
+        node = state.node
+        if node is not None and node.dynamic_owner is state:
+            self.registry.delete(node)
+
+    def _end_subscription(self, subscription: Subscription) -> None:
+        registry = self.registry
+        if subscription.key is not None and registry.durable.get(subscription.key) is subscription:
+            del registry.durable[subscription.key]
+        subscription.topic.unsubscribe(subscription)
+
+    def connection_gone(self, client: ClientConnection) -> None:
+        """Every link of the connection is gone (closed or dropped): give everything back."""
+        if client.closed:
+            return
+        client.closed = True
+        for consumer in list(client.consumers):
+            self.detach(consumer, client, closed=False)
+        for producer in list(client.producers):
+            self.detach(producer, client, closed=False)

@@ -1,0 +1,83 @@
+"""What every node (queue, topic) shares: a name, a memory limit, stalled producers.
+
+Bounded memory is flow control, not refusal: a producer keeps the credit it
+was given, but gets no more while its node is full; when the node has room
+again every stalled producer is topped up (:meth:`Node.room_available`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from filtex_proton.plugin import FilterMessage
+
+if TYPE_CHECKING:
+    from broker.entry import Entry
+
+__all__ = ["Node", "NodeLimits", "Stalled"]
+
+
+@dataclass(frozen=True, slots=True)
+class NodeLimits:
+    """Per-node bounds on what is held (queued or delivered-unsettled)."""
+
+    max_messages: int
+    max_bytes: int
+
+
+class Stalled(Protocol):
+    """A producer waiting for room (see :class:`broker.producer.Producer`)."""
+
+    def resume(self) -> None:
+        """The node has room again: grant credit."""
+        ...
+
+
+class Node:
+    """A named place messages are sent to; subclasses decide who gets them."""
+
+    kind: ClassVar[str] = "node"
+
+    def __init__(self, name: str, limits: NodeLimits) -> None:
+        self.name = name
+        self.limits = limits
+        self.stalled: list[Stalled] = []
+        self.dynamic_owner: object | None = None
+        """The link that created this node dynamically; the node goes when it detaches."""
+
+    def publish(self, message: FilterMessage) -> None:
+        """Take in one message (the producer's delivery is accepted after this returns)."""
+        raise NotImplementedError
+
+    def put_back(self, entry: Entry) -> None:
+        """Store an entry regardless of limits (dead letters must never vanish)."""
+        raise NotImplementedError
+
+    def has_room(self) -> bool:
+        raise NotImplementedError
+
+    def depth(self) -> int:
+        """Messages held, for logs."""
+        raise NotImplementedError
+
+    def stall(self, producer: Stalled) -> None:
+        if producer not in self.stalled:
+            self.stalled.append(producer)
+
+    def unstall(self, producer: Stalled) -> None:
+        if producer in self.stalled:
+            self.stalled.remove(producer)
+
+    def room_available(self) -> None:
+        """Wake stalled producers if there is room (cheap when none is stalled)."""
+        if self.stalled and self.has_room():
+            waiting, self.stalled = self.stalled, []
+            for producer in waiting:
+                producer.resume()
+
+    def destroy(self) -> None:
+        """The node is deleted (dynamic nodes): drop consumers' references."""
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} depth={self.depth()}>"

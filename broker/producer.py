@@ -1,0 +1,232 @@
+"""A producer: one link the broker receives on, with its credit window.
+
+A delivery is read as raw bytes (``recv`` until it is no longer partial), its
+section layout checked once (the plugin's lazily-decoding message), stored in
+its node, and only then accepted and settled: at-least-once for senders that
+wait for the outcome. Bytes that are not an AMQP message are rejected with
+``amqp:decode-error`` and never stored; the link and the connection go on.
+
+Credit is granted in a window and topped up when half is used, but only while
+the node has room; a producer to a full node is stalled until the node wakes it.
+A link with no target address is an anonymous relay: each message goes to the
+address in its ``properties.to``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from proton import Condition, Receiver
+
+from broker.engine import ACCEPTED, REJECTED, RELEASED, ffi, lib, wrap_delivery
+from broker.node import Node
+from broker.registry import Registry
+from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.amqp.view import MISSING, Section
+from filtex_proton.plugin import FilterMessage
+
+__all__ = ["Producer"]
+
+log = logging.getLogger("filtex.broker")
+
+DECODE_ERROR: Final = "amqp:decode-error"
+NOT_FOUND: Final = "amqp:not-found"
+SIZE_EXCEEDED: Final = "amqp:link:message-size-exceeded"
+
+MessageFactory = Callable[[bytes, object], FilterMessage]
+
+
+class _Throttle:
+    """Logs the first few occurrences of a nuisance, then one in a thousand (spec §7.2)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def due(self) -> bool:
+        self.count += 1
+        return self.count <= 10 or self.count % 1000 == 0
+
+
+_malformed = _Throttle()
+
+
+class Producer:
+    """The broker's end of a link whose peer sends."""
+
+    __slots__ = (
+        "_buffer",
+        "_low",
+        "_oversize",
+        "_partial",
+        "_size",
+        "closed",
+        "credit",
+        "impl",
+        "link",
+        "make_message",
+        "max_size",
+        "name",
+        "node",
+        "origin",
+        "registry",
+        "window",
+    )
+
+    def __init__(
+        self,
+        link: Receiver,
+        node: Node | None,
+        *,
+        origin: object,
+        registry: Registry,
+        make_message: MessageFactory,
+        window: int,
+        max_size: int,
+    ) -> None:
+        self.link = link
+        self.impl: Any = link._impl
+        """The ``pn_link_t *`` the hot path talks to."""
+        self.name: str = link.name
+        self.node = node
+        """None for an anonymous-relay link."""
+        self.origin = origin
+        self.registry = registry
+        self.make_message = make_message
+        self.window = window
+        self._low = window // 2
+        self.max_size = max_size
+        self.credit = 0
+        self.closed = False
+        self._partial: bytearray | None = None
+        self._oversize = False
+        self._size = 0
+        self._buffer: Any = None
+
+    # -- credit ------------------------------------------------------------------------
+
+    def top_up(self) -> None:
+        """Refill the window if the node has room; otherwise wait for it."""
+        node = self.node
+        if node is not None and not node.has_room():
+            node.stall(self)
+            return
+        impl = self.impl
+        credit = lib.pn_link_credit(impl)
+        if credit < self.window:
+            lib.pn_link_flow(impl, self.window - credit)
+        self.credit = self.window
+
+    def resume(self) -> None:
+        if not self.closed:
+            self.top_up()
+
+    def on_flow(self) -> None:
+        """The sending peer's flow (e.g. a drain answer) needs nothing from us."""
+
+    # -- deliveries ----------------------------------------------------------------------
+
+    def on_raw_delivery(self, delivery: Any) -> None:
+        """Bytes arrived for the current delivery (a ``pn_delivery_t *``); store it when whole."""
+        if lib.pn_delivery_aborted(delivery):
+            self._partial = None
+            self._oversize = False
+            lib.pn_delivery_settle(delivery)
+            self._after_delivery()
+            return
+        chunk = self._read(delivery)
+        if lib.pn_delivery_partial(delivery):
+            self._collect(chunk)
+            return
+        if self._partial is not None:
+            self._collect(chunk)
+            data = bytes(self._partial)
+            self._partial = None
+        else:
+            data = chunk
+        lib.pn_link_advance(self.impl)
+        if self._oversize or (self.max_size and len(data) > self.max_size):
+            self._oversize = False
+            self._settle(delivery, REJECTED, SIZE_EXCEEDED,
+                         f"message larger than {self.max_size} bytes")
+        else:
+            self._store(delivery, data)
+        self._after_delivery()
+
+    def _read(self, delivery: Any) -> bytes:
+        """All the bytes that have arrived for the delivery, as one ``bytes``."""
+        pending = lib.pn_delivery_pending(delivery)
+        if pending <= 0:
+            return b""
+        if pending > self._size:
+            self._size = max(pending, 2 * self._size)
+            self._buffer = ffi.new("char[]", self._size)
+        buffer = self._buffer
+        n = lib.pn_link_recv(self.impl, buffer, pending)
+        return ffi.buffer(buffer, n)[:] if n > 0 else b""
+
+    def _collect(self, chunk: bytes) -> None:
+        if self._partial is None:
+            self._partial = bytearray()
+        if chunk and not self._oversize:
+            self._partial += chunk
+            if self.max_size and len(self._partial) > self.max_size:
+                self._oversize = True
+                self._partial = bytearray()
+
+    def _store(self, delivery: Any, data: bytes) -> None:
+        message = self.make_message(data, self.origin)
+        try:
+            if not data:
+                raise DecodeError("no sections at all", 0)
+            view = message.view  # scans the section layout once; filters reuse it
+        except DecodeError as exc:
+            if _malformed.due():
+                log.warning("link %r: malformed message rejected (%s) [%d so far]",
+                            self.name, exc, _malformed.count)
+            self._settle(delivery, REJECTED, DECODE_ERROR, f"not an AMQP message: {exc}")
+            return
+        node = self.node
+        if node is None:
+            to = view.field(Section.PROPERTIES, "to")
+            if to is MISSING or not isinstance(to, str) or not to:
+                self._settle(delivery, REJECTED, NOT_FOUND,
+                             "anonymous relay: the message has no properties.to address")
+                return
+            node = self.registry.lookup(to) or self.registry.node(to)
+            if not node.has_room():
+                self._settle(delivery, RELEASED)  # try again later
+                return
+        node.publish(message)
+        if not lib.pn_delivery_settled(delivery):
+            lib.pn_delivery_update(delivery, ACCEPTED)
+        lib.pn_delivery_settle(delivery)
+
+    @staticmethod
+    def _settle(delivery: Any, outcome: int, condition: str | None = None, text: str = "") -> None:
+        """Settle with an outcome other than accepted (rare: the wrapper API is fine here)."""
+        wrapped = wrap_delivery(delivery)
+        if condition is not None:
+            wrapped.local.condition = Condition(condition, text)
+        if not wrapped.settled:
+            wrapped.update(outcome)
+        wrapped.settle()
+
+    def _after_delivery(self) -> None:
+        self.credit -= 1
+        if self.credit <= self._low:
+            self.top_up()
+
+    def detach(self) -> None:
+        """The link is gone: forget any half-received message, stop waiting for room."""
+        self.closed = True
+        self._partial = None
+        if self.node is not None:
+            self.node.unstall(self)
+
+    def __repr__(self) -> str:
+        target = self.node.name if self.node is not None else "(anonymous relay)"
+        return f"<Producer {self.name!r} to {target!r}>"

@@ -1,0 +1,255 @@
+"""The queue node: competing consumers, each given only what its filters match.
+
+Messages sit in a list of slots in arrival order. A delivered-but-unsettled
+message keeps its slot, so a message that comes back (released, modified, or
+left unsettled when its consumer went away) is back exactly where it was, in
+order. A settled message leaves a hole; holes are compacted away in bulk.
+
+Each consumer has a cursor: the first slot it has not looked at. A consumer
+therefore evaluates its filter on each message once, and a message that no
+current consumer matches simply stays, for a later consumer (whose cursor
+starts at the front). When a message comes back, cursors past it are moved
+back to it. Browsers (distribution-mode ``copy``) walk the same slots with
+their own cursor and take nothing.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import TYPE_CHECKING, ClassVar, Final
+
+from broker.entry import Entry
+from broker.node import Node, NodeLimits
+from filtex_proton.plugin import FilterMessage
+
+if TYPE_CHECKING:
+    from broker.consumer import Consumer
+
+__all__ = ["Queue"]
+
+_COMPACT_MIN: Final = 1024
+"""Holes tolerated before compaction (compaction also waits for holes > live entries)."""
+
+
+class Queue(Node):
+    """Messages kept until consumed; see the module docstring for the dispatch rules."""
+
+    kind: ClassVar[str] = "queue"
+
+    def __init__(self, name: str, limits: NodeLimits, *, owner: Node | None = None) -> None:
+        super().__init__(name, limits)
+        self._slots: list[Entry | None] = []
+        self.count = 0
+        """Messages held: queued plus delivered-unsettled."""
+        self.ready = 0
+        """Messages queued and not delivered (dispatch stops when there are none)."""
+        self.bytes = 0
+        self.consumers: list[Consumer] = []
+        self.browsers: list[Consumer] = []
+        self._next = 0
+        """Round-robin position among consumers."""
+        self._dispatching = False
+        self._again = False
+        self._owner: Node = owner if owner is not None else self
+        """Whose stalled producers to wake when room appears (a topic, for a subscription)."""
+
+    # -- storage ---------------------------------------------------------------
+
+    def publish(self, message: FilterMessage) -> None:
+        self.put(Entry(message))
+
+    def put(self, entry: Entry) -> None:
+        """Append an entry and offer it to consumers."""
+        entry.pos = len(self._slots)
+        self._slots.append(entry)
+        self.count += 1
+        self.ready += 1
+        self.bytes += entry.size
+        if self.consumers or self.browsers:
+            self.dispatch()
+
+    put_back = put
+
+    def has_room(self) -> bool:
+        limits = self.limits
+        return self.count < limits.max_messages and self.bytes < limits.max_bytes
+
+    def depth(self) -> int:
+        return self.count
+
+    def remove(self, entry: Entry) -> None:
+        """The entry is settled (consumed, dead-lettered, dropped): it leaves the queue."""
+        pos = entry.pos
+        if pos < 0:
+            return
+        self._slots[pos] = None
+        entry.pos = -1
+        entry.owner = None
+        self.count -= 1
+        self.bytes -= entry.size
+        holes = len(self._slots) - self.count
+        if holes > _COMPACT_MIN and holes > self.count:
+            self._compact()
+        owner = self._owner
+        if owner.stalled:
+            owner.room_available()
+
+    def requeue(self, entry: Entry) -> None:
+        """A delivered entry comes back, in its original place; call :meth:`dispatch` after."""
+        entry.owner = None
+        self.ready += 1
+        pos = entry.pos
+        for consumer in self.consumers:
+            consumer.cursor = min(consumer.cursor, pos)
+
+    def resize(self, entry: Entry, data: bytes, message: FilterMessage) -> None:
+        """Replace an entry's bytes (a rewritten header), keeping the byte count right."""
+        self.bytes += len(data) - entry.size
+        entry.data = data
+        entry.message = message
+        entry.size = len(data)
+
+    def entries(self) -> list[Entry]:
+        """The entries held, in order (for tests and diagnostics)."""
+        return [e for e in self._slots if e is not None]
+
+    def _compact(self) -> None:
+        """Drop the holes; renumber entries and every cursor."""
+        old_positions: list[int] = []
+        slots: list[Entry | None] = []
+        for index, entry in enumerate(self._slots):
+            if entry is not None:
+                entry.pos = len(slots)
+                slots.append(entry)
+                old_positions.append(index)
+        for consumer in (*self.consumers, *self.browsers):
+            consumer.cursor = bisect_left(old_positions, consumer.cursor)
+        self._slots = slots
+
+    # -- consumers ---------------------------------------------------------------
+
+    def add_consumer(self, consumer: Consumer) -> None:
+        consumer.cursor = 0
+        if consumer.browse:
+            self.browsers.append(consumer)
+        else:
+            self.consumers.append(consumer)
+
+    def remove_consumer(self, consumer: Consumer) -> None:
+        group = self.browsers if consumer.browse else self.consumers
+        if consumer in group:
+            group.remove(consumer)
+
+    def destroy(self) -> None:
+        self._slots = []
+        self.count = self.ready = self.bytes = 0
+
+    # -- dispatch ------------------------------------------------------------------
+
+    def dispatch(self) -> None:
+        """Send what can be sent: each consumer gets its next matching message, round robin."""
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            again = True
+            while again:
+                self._again = False
+                if self.ready and self.consumers:
+                    self._dispatch_consumers()
+                if self.browsers:
+                    self._dispatch_browsers()
+                again = self._again
+        finally:
+            self._dispatching = False
+
+    def _dispatch_consumers(self) -> None:
+        consumers = self.consumers
+        n = len(consumers)
+        if n == 1:
+            only = consumers[0]
+            while only.credit > 0 and self.ready:
+                entry = self._next_for(only)
+                if entry is None:
+                    return
+                self.ready -= 1
+                only.send(entry)
+            return
+        index = self._next % n
+        idle = 0
+        while idle < n and self.ready:
+            consumer = consumers[index]
+            index += 1
+            if index == n:
+                index = 0
+            if consumer.credit > 0:
+                entry = self._next_for(consumer)
+                if entry is not None:
+                    self.ready -= 1
+                    consumer.send(entry)
+                    self._next = index
+                    idle = 0
+                    if len(consumers) != n:  # the send closed a consumer: start over
+                        n = len(consumers)
+                        if n == 0:
+                            return
+                        index %= n
+                    continue
+            idle += 1
+
+    def _next_for(self, consumer: Consumer) -> Entry | None:
+        """The first queued entry past the consumer's cursor that its filters match.
+
+        A filter that ran out of its evaluation budget (a garbage-collection
+        pause, a busy machine) has not said no: such an entry is looked at
+        again, a few times, before the consumer's cursor leaves it behind.
+        """
+        slots = self._slots
+        n = len(slots)
+        i = consumer.cursor
+        link_filter = consumer.filter
+        stats = consumer.filter_stats
+        misses = stats.budget_exceeded if stats is not None else 0
+        rewind = -1
+        while True:
+            while i < n:
+                entry = slots[i]
+                i += 1
+                if entry is None or entry.owner is not None:
+                    continue
+                if entry.refused is not None and consumer in entry.refused:
+                    continue
+                if link_filter is not None and not link_filter.matches(entry.message):
+                    if stats is not None and stats.budget_exceeded != misses:
+                        misses = stats.budget_exceeded
+                        if rewind < 0 and entry.retry(consumer):
+                            rewind = i - 1
+                    continue
+                consumer.cursor = i if rewind < 0 else rewind  # come back for the retry
+                return entry
+            if rewind < 0:
+                consumer.cursor = n
+                return None
+            i, rewind = rewind, -1
+
+    def _dispatch_browsers(self) -> None:
+        for browser in self.browsers:
+            link_filter = browser.filter
+            while browser.credit > 0:
+                slots = self._slots
+                n = len(slots)
+                i = browser.cursor
+                found: Entry | None = None
+                while i < n:
+                    entry = slots[i]
+                    i += 1
+                    if entry is not None and (
+                        link_filter is None or link_filter.matches(entry.message)
+                    ):
+                        found = entry
+                        break
+                browser.cursor = i
+                if found is None:
+                    break
+                browser.send(found)

@@ -1,0 +1,269 @@
+"""The broker process: a Proton reactor container, its listeners, and a clean shutdown.
+
+``Broker.run()`` blocks in the calling thread (the console script's main
+thread, or a test's background thread). ``Broker.stop()`` may be called from
+any thread or from a signal handler: it only writes a byte to a pipe the
+reactor watches, and the reactor thread then stops listening, closes every
+connection (peers see ``amqp:connection:forced``) and exits once they are gone
+or the grace period ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from proton import Condition, Connection, Endpoint, Handler, Link, symbol
+from proton.reactor import Container
+
+from broker.client import ClientConnection
+from broker.config import BrokerConfig
+from broker.handler import BrokerHandler, client_of
+from broker.links import LinkManager
+from broker.node import NodeLimits
+from broker.reactor import FastContainer, FastLink
+from broker.registry import Registry
+from filtex_proton.plugin import FiltexPlugin
+
+if TYPE_CHECKING:
+    from proton import Event
+    from proton._reactor import Acceptor
+
+__all__ = ["Broker"]
+
+log = logging.getLogger("filtex.broker")
+
+ANONYMOUS_RELAY: Final = symbol("ANONYMOUS-RELAY")
+FORCED: Final = "amqp:connection:forced"
+
+
+class _Waker:
+    """A pipe the reactor selects on: how other threads (and signals) reach it."""
+
+    def __init__(self, on_wake: Any) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self._on_wake = on_wake
+        self._transport = None  # Proton's IO handler looks for one on every selectable
+        self._selectable: Any = None
+        self._closed = False
+
+    def fileno(self) -> int:
+        return self._read
+
+    def wake(self) -> None:
+        """Safe from any thread and from a signal handler."""
+        with contextlib.suppress(OSError):  # already pending, or closed during shutdown
+            os.write(self._write, b"!")
+
+    def on_selectable_init(self, event: Event) -> None:
+        self._selectable = event.context
+        self._selectable.reading = True
+        self._selectable.update()
+
+    def on_selectable_readable(self, event: Event) -> None:
+        try:
+            while os.read(self._read, 512):
+                pass
+        except BlockingIOError:
+            pass
+        self._on_wake()
+
+    def retire(self) -> None:
+        """Stop watching the pipe (the reactor may then finish)."""
+        if self._selectable is not None and not self._selectable.is_terminal:
+            self._selectable.terminate()
+            self._selectable.update()
+
+    def close(self) -> None:
+        """Called by Proton when the selectable is finalised."""
+        if not self._closed:
+            self._closed = True
+            os.close(self._read)
+            os.close(self._write)
+
+
+class _Deadline(Handler):
+    """A timer task: the grace period after which shutdown stops waiting for peers."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def on_timer_task(self, event: Event) -> None:
+        self.broker.force_stop()
+
+
+class Broker:
+    """An AMQP 1.0 broker serving filtered links through :class:`FiltexPlugin`."""
+
+    def __init__(self, config: BrokerConfig, plugin: FiltexPlugin | None = None) -> None:
+        self.config = config
+        self.plugin = plugin or FiltexPlugin(
+            limits=config.limits, disabled=config.disabled, logger=logging.getLogger("filtex")
+        )
+        self.registry = Registry(
+            NodeLimits(config.max_queue_messages, config.max_queue_bytes),
+            config.dead_letter_address,
+        )
+        self.links = LinkManager(config, self.registry, self.plugin)
+        self.clients: dict[int, ClientConnection] = {}
+        self.addresses: list[tuple[str, int]] = []
+        """The bound (host, port) of each listener, once :attr:`ready` is set."""
+        self.ready = threading.Event()
+        self.error: BaseException | None = None
+        self.container: FastContainer | None = None
+        self._acceptors: list[Acceptor] = []
+        self._waker = _Waker(self._wakeup)
+        self._stop_requested = False
+        self._stopping = False
+        self._stopped = False
+
+    # -- running ---------------------------------------------------------------------
+
+    def run(self) -> None:
+        """Serve until :meth:`stop`; raises if a listener cannot be bound."""
+        self.container = FastContainer(BrokerHandler(self))
+        self.container.container_id = self.config.container_id
+        try:
+            self.container.run()
+        except BaseException as exc:
+            self.error = exc
+            raise
+        finally:
+            self.ready.set()  # never leave a waiter hanging
+            self._remove_ready_file()
+            log.info("broker stopped")
+
+    def start_in_thread(self, timeout: float = 30.0) -> threading.Thread:
+        """Run in a daemon thread; returns once listening (raises if that failed)."""
+        thread = threading.Thread(target=self._run_quietly, name="filtex-broker", daemon=True)
+        thread.start()
+        if not self.ready.wait(timeout):
+            raise TimeoutError("the broker did not start listening in time")
+        if self.error is not None:
+            raise RuntimeError(f"the broker failed to start: {self.error}") from self.error
+        return thread
+
+    def _run_quietly(self) -> None:
+        try:
+            self.run()
+        except BaseException:  # recorded in self.error, reported by start_in_thread
+            log.exception("broker failed")
+
+    def stop(self) -> None:
+        """Ask the reactor thread to shut down (any thread, or a signal handler)."""
+        self._stop_requested = True
+        self._waker.wake()
+
+    def _wakeup(self) -> None:
+        if self._stop_requested and not self._stopping:
+            self.shutdown()
+
+    # -- reactor-thread callbacks ------------------------------------------------------------
+
+    def started(self, container: Container) -> None:
+        """Bind the listeners and announce them (called from ``on_reactor_init``)."""
+        container.selectable(self._waker)  # type: ignore[arg-type]  # duck-typed like EventInjector
+        for host, port in self.config.listen:
+            acceptor = container.acceptor(host, str(port))
+            self._acceptors.append(acceptor)
+            # Proton keeps the listening socket behind the acceptor's selectable.
+            bound = acceptor._selectable.getsockname()
+            self.addresses.append((str(bound[0]), int(bound[1])))
+            log.info("listening on %s:%d", bound[0], bound[1])
+        self._write_ready_file()
+        self.ready.set()
+        if self._stop_requested:
+            self.shutdown()
+
+    def register(self, link: Link, state: FastLink) -> None:
+        """Route the link's deliveries and flow through the container's fast path."""
+        if self.container is not None:
+            self.container.register(link, state)
+
+    def unregister(self, link: Link) -> None:
+        """Forget the link's state (it is kept in the link's record: a reference cycle)."""
+        if self.container is not None:
+            self.container.unregister(link)
+        link.broker_state = None
+
+    def open_connection(self, connection: Connection) -> None:
+        """The peer's open arrived: offer our capabilities and open ours."""
+        if self._stopping:
+            connection.condition = Condition(FORCED, "the broker is shutting down")
+            connection.open()
+            connection.close()
+            return
+        origin = self.plugin.connection_identity(connection)
+        url = getattr(connection, "url", None)
+        peer = f"{url.host}:{url.port}" if url is not None else "?"
+        client = ClientConnection(connection, origin, f"{connection.remote_container!r}@{peer}")
+        connection.broker_client = client
+        self.clients[origin] = client
+        connection.container = self.config.container_id
+        connection.offered_capabilities = [ANONYMOUS_RELAY]
+        self.plugin.offer_capabilities(connection)
+        connection.open()
+        log.info("connection %d opened from %s", origin, client.label)
+
+    def connection_gone(self, connection: Connection | None) -> None:
+        """Closed by the peer or dropped: give back what its links held."""
+        client = client_of(connection)
+        if client is None or client.closed:
+            return
+        for consumer in client.consumers:
+            self.unregister(consumer.link)
+        for producer in client.producers:
+            self.unregister(producer.link)
+        self.links.connection_gone(client)
+        self.clients.pop(client.origin, None)
+        client.connection = None
+        log.info("connection %d closed", client.origin)
+        if self._stopping and not self.clients:
+            self.force_stop()
+
+    def shutdown(self) -> None:
+        """Stop listening, close every connection, and finish when they are gone."""
+        if self._stopping:
+            return
+        self._stopping = True
+        held = sum(node.depth() for node in self.registry.nodes.values())
+        log.info("shutting down: %d connection(s) open, %d message(s) held (in memory only: "
+                 "they are discarded)", len(self.clients), held)
+        for acceptor in self._acceptors:
+            acceptor.close()
+        for client in list(self.clients.values()):
+            connection = client.connection
+            if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+                connection.condition = Condition(FORCED, "the broker is shutting down")
+                connection.close()
+        self._waker.retire()
+        if self.container is not None:
+            self.container.schedule(self.config.shutdown_grace, _Deadline(self))
+        if not self.clients:
+            self.force_stop()
+
+    def force_stop(self) -> None:
+        if not self._stopped and self.container is not None:
+            self._stopped = True
+            self.container.stop()
+
+    # -- the ready file ------------------------------------------------------------------------
+
+    def _write_ready_file(self) -> None:
+        path = self.config.ready_file
+        if path is None:
+            return
+        tmp = Path(f"{path}.tmp{os.getpid()}")
+        tmp.write_text("".join(f"{host}:{port}\n" for host, port in self.addresses))
+        tmp.replace(path)
+
+    def _remove_ready_file(self) -> None:
+        path = self.config.ready_file
+        if path is not None:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,190 @@
+"""Test clients for the broker: real python-qpid-proton connections over real sockets.
+
+``BlockingConnection`` does the waiting (on events, with timeouts: no sleeps).
+``RawReceiver`` keeps each delivery's bytes and ``send_raw`` sends bytes as
+given, because ``proton.Message`` hides absent fields and has no footer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from proton import Delivery, Described, Endpoint, Handler, Message, Terminus, symbol
+from proton.reactor import Filter, LinkOption
+from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender, LinkDetached
+
+from filtex_proton.amqp.message import RawMessageView, encode_message
+from filtex_proton.amqp.view import Section
+
+TIMEOUT = 30.0
+"""Generous: the suite must pass on a loaded two-core machine."""
+
+_tags = itertools.count(1)
+
+
+def connect(url: str, **kwargs: Any) -> BlockingConnection:
+    return BlockingConnection(url, timeout=TIMEOUT, **kwargs)
+
+
+def sql(text: str, key: str = "sql") -> Filter:
+    """A source filter option holding one SQL filter (python-proton takes one Filter per link)."""
+    return Filter({symbol(key): Described(symbol("amqp:sql-filter"), text)})
+
+
+def filters(entries: Mapping[str, Described]) -> Filter:
+    """A filter option holding several filters (one map: two Filter options corrupt it)."""
+    return Filter({symbol(k): v for k, v in entries.items()})
+
+
+def message(body: Any = None, **properties: Any) -> Message:
+    """A message with application properties."""
+    return Message(body=body, properties=properties or None)
+
+
+def send(sender: BlockingSender, *messages: Message) -> None:
+    for m in messages:
+        sender.send(m, timeout=TIMEOUT)
+
+
+def send_raw(connection: BlockingConnection, sender: BlockingSender, data: bytes) -> Delivery:
+    """Send bytes as one delivery and wait for the broker's outcome."""
+    link = sender.link
+    connection.wait(lambda: link.credit > 0, timeout=TIMEOUT, msg="waiting for credit")
+    delivery = link.delivery(f"raw-{next(_tags)}")
+    link.stream(data)
+    link.advance()
+    connection.wait(lambda: delivery.settled, timeout=TIMEOUT, msg="waiting for the outcome")
+    return delivery
+
+
+def bodies(receiver: BlockingReceiver, count: int) -> list[Any]:
+    """Receive ``count`` messages, accept each, return their bodies in order."""
+    out = []
+    for _ in range(count):
+        out.append(receiver.receive(timeout=TIMEOUT).body)
+        receiver.accept()
+    return out
+
+
+def nothing_more(connection: BlockingConnection, receiver: BlockingReceiver) -> bool:
+    """True when the broker has nothing more for the receiver: drain it and look.
+
+    Drain is answered by the broker (credit consumed or returned), so this is a
+    real synchronisation point, not a sleep.
+    """
+    link = receiver.link
+    if receiver.fetcher is not None and receiver.fetcher.has_message:
+        return False
+    link.drain(0)
+    connection.wait(lambda: not link.draining(), timeout=TIMEOUT, msg="waiting for drain")
+    return receiver.fetcher is None or not receiver.fetcher.has_message
+
+
+class RawReceiver(Handler):
+    """A receiver link handler that keeps deliveries as bytes (and leaves them unsettled)."""
+
+    def __init__(self, *, settle: bool = True) -> None:
+        self.settle = settle
+        self.received: list[tuple[bytes, Delivery]] = []
+        self.events: list[str] = []
+        self.remote_source_type: int | None = None
+
+    def on_link_remote_open(self, event: Any) -> None:
+        self.events.append("attach")
+        self.remote_source_type = event.link.remote_source.type
+
+    def on_link_remote_close(self, event: Any) -> None:
+        self.events.append("detach")
+        if event.link.state & Endpoint.LOCAL_ACTIVE:
+            event.link.close()
+
+    def on_link_remote_detach(self, event: Any) -> None:
+        self.events.append("detach (not closed)")
+
+    def on_delivery(self, event: Any) -> None:
+        delivery = event.delivery
+        if not delivery.readable or delivery.partial:
+            return
+        link = event.link
+        data = link.recv(delivery.pending)
+        link.advance()
+        self.received.append((bytes(data), delivery))
+        if self.settle:
+            delivery.update(Delivery.ACCEPTED)
+            delivery.settle()
+
+    def views(self) -> list[RawMessageView]:
+        return [RawMessageView(data) for data, _ in self.received]
+
+
+def raw_receiver(
+    connection: BlockingConnection,
+    address: str | None,
+    *,
+    credit: int = 0,
+    options: LinkOption | Iterable[LinkOption] | None = None,
+    settle: bool = True,
+    name: str | None = None,
+    dynamic: bool = False,
+) -> tuple[BlockingReceiver, RawReceiver]:
+    handler = RawReceiver(settle=settle)
+    receiver = connection.create_receiver(
+        address, credit=credit, handler=handler, options=options, name=name, dynamic=dynamic
+    )
+    return receiver, handler
+
+
+def wait_received(
+    connection: BlockingConnection, handler: RawReceiver, count: int, *, flow: int | None = None,
+    link: Any = None,
+) -> list[tuple[bytes, Delivery]]:
+    if flow is not None and link is not None:
+        link.flow(flow)
+    connection.wait(lambda: len(handler.received) >= count, timeout=TIMEOUT,
+                    msg=f"waiting for {count} messages")
+    return handler.received
+
+
+def refusal_of(
+    connection: BlockingConnection,
+    address: str | None,
+    options: LinkOption | Iterable[LinkOption] | None = None,
+    *,
+    name: str | None = None,
+) -> tuple[RawReceiver, Any]:
+    """Attach a receiver that the broker should refuse; the events seen and the link."""
+    handler = RawReceiver()
+    try:
+        receiver = connection.create_receiver(address, handler=handler, options=options, name=name)
+    except LinkDetached as exc:
+        link = exc.link
+    else:
+        link = receiver.link
+        connection.wait(lambda: "detach" in handler.events, timeout=TIMEOUT,
+                        msg="waiting for the refusal's detach")
+    return handler, link
+
+
+def is_null_source(handler: RawReceiver) -> bool:
+    return handler.remote_source_type == Terminus.UNSPECIFIED
+
+
+def decoded_bodies(received: Iterable[tuple[bytes, Delivery]]) -> list[Any]:
+    """The bodies of raw deliveries (decoded with proton.Message, for convenience)."""
+    out = []
+    for data, _ in received:
+        m = Message()
+        m.decode(data)
+        out.append(m.body)
+    return out
+
+
+def encoded(**sections: Any) -> bytes:
+    """``encode_message`` with exact control over which fields are present."""
+    return encode_message(**sections)
+
+
+def app_property(view: RawMessageView, name: str) -> Any:
+    return view.field(Section.APPLICATION_PROPERTIES, name)

@@ -1,0 +1,53 @@
+"""Fixtures: a real broker on an ephemeral port, in a background thread, fresh for each test."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from broker.config import BrokerConfig
+from broker.server import Broker
+
+
+@dataclass
+class RunningBroker:
+    broker: Broker
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        host, port = self.broker.addresses[0]
+        return f"{host}:{port}"
+
+
+BrokerFactory = Callable[..., RunningBroker]
+
+
+@pytest.fixture
+def broker_factory() -> Iterator[BrokerFactory]:
+    """Start brokers with config overrides; all are stopped (and must stop) at teardown."""
+    started: list[RunningBroker] = []
+
+    def make(**overrides: Any) -> RunningBroker:
+        config = BrokerConfig(listen=(("127.0.0.1", 0),), **overrides)
+        broker = Broker(config)
+        thread = broker.start_in_thread()
+        running = RunningBroker(broker, thread)
+        started.append(running)
+        return running
+
+    yield make
+    for running in started:
+        running.broker.stop()
+        running.thread.join(60)
+        assert not running.thread.is_alive(), "the broker did not stop"
+        assert running.broker.error is None
+
+
+@pytest.fixture
+def broker(broker_factory: BrokerFactory) -> RunningBroker:
+    return broker_factory()

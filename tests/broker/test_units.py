@@ -1,0 +1,285 @@
+"""Unit tests without sockets: queue dispatch rules, header rewriting, configuration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from proton import uint
+
+from broker.config import BrokerConfig, ConfigError, load_config, parse_listen
+from broker.entry import Entry
+from broker.node import NodeLimits
+from broker.queue import Queue
+from broker.redelivery import bump_delivery_count
+from filtex_proton.amqp.message import RawMessageView, encode_message
+from filtex_proton.amqp.view import MISSING, Section
+from filtex_proton.plugin import FilterMessage
+
+# -- the queue, with stand-in consumers ---------------------------------------------------
+
+
+class FakeFilter:
+    is_trivial = False
+
+    def __init__(self, wanted: set[int]) -> None:
+        self.wanted = wanted
+        self.evaluated: list[int] = []
+
+    def matches(self, message: FilterMessage) -> bool:
+        n = int(message.data)
+        self.evaluated.append(n)
+        return n in self.wanted
+
+
+class FakeConsumer:
+    """Has what Queue uses: credit, cursor, filter, browse, send."""
+
+    def __init__(self, queue: Queue, credit: int = 0, wanted: set[int] | None = None,
+                 *, browse: bool = False, settle: bool = False) -> None:
+        self.queue = queue
+        self.credit = credit
+        self.cursor = 0
+        self.filter: Any = FakeFilter(wanted) if wanted is not None else None
+        self.filter_stats: Any = None
+        self.browse = browse
+        self.settle = settle
+        self.got: list[int] = []
+        self.held: list[Entry] = []
+        queue.add_consumer(self)  # type: ignore[arg-type]
+
+    def send(self, entry: Entry) -> None:
+        self.credit -= 1
+        self.got.append(int(entry.data))
+        if self.browse:
+            return
+        if self.settle:
+            self.queue.remove(entry)
+        else:
+            entry.owner = self  # type: ignore[assignment]
+            self.held.append(entry)
+
+
+def _queue(n: int = 0, limits: NodeLimits | None = None) -> Queue:
+    queue = Queue("q", limits or NodeLimits(1000, 10**9))
+    for i in range(n):
+        queue.publish(FilterMessage(b"%d" % i))
+    return queue
+
+
+def _consistent(queue: Queue) -> None:
+    entries = queue.entries()
+    assert queue.count == len(entries)
+    assert queue.ready == sum(1 for e in entries if e.owner is None)
+    assert all(queue._slots[e.pos] is e for e in entries)
+
+
+def test_round_robin_between_competing_consumers() -> None:
+    queue = _queue(6)
+    a = FakeConsumer(queue, credit=10, settle=True)
+    b = FakeConsumer(queue, credit=10, settle=True)
+    queue.dispatch()
+    assert sorted(a.got + b.got) == list(range(6))
+    assert len(a.got) == len(b.got) == 3
+    _consistent(queue)
+
+
+def test_each_consumer_evaluates_each_message_once() -> None:
+    queue = _queue(5)
+    picky = FakeConsumer(queue, credit=10, wanted={4}, settle=True)
+    queue.dispatch()
+    queue.dispatch()
+    queue.publish(FilterMessage(b"5"))
+    assert picky.got == [4]
+    assert picky.filter.evaluated == [0, 1, 2, 3, 4, 5]
+
+
+def test_requeued_entry_is_back_in_order_and_re_evaluated() -> None:
+    queue = _queue(4)
+    a = FakeConsumer(queue, credit=2)
+    queue.dispatch()
+    assert a.got == [0, 1]
+    b = FakeConsumer(queue, credit=10, settle=True)
+    queue.dispatch()
+    assert b.got == [2, 3]
+    queue.requeue(a.held[1])
+    queue.requeue(a.held[0])
+    _consistent(queue)
+    queue.dispatch()
+    assert b.got == [2, 3, 0, 1]
+    _consistent(queue)
+
+
+class Stats:
+    budget_exceeded = 0
+
+
+class SlowOnceFilter(FakeFilter):
+    """Runs out of evaluation budget on its first look at each message in ``slow``."""
+
+    def __init__(self, wanted: set[int], slow: set[int], stats: Stats) -> None:
+        super().__init__(wanted)
+        self.slow = set(slow)
+        self.stats = stats
+
+    def matches(self, message: FilterMessage) -> bool:
+        n = int(message.data)
+        self.evaluated.append(n)
+        if n in self.slow:
+            self.slow.discard(n)
+            self.stats.budget_exceeded += 1
+            return False
+        return n in self.wanted
+
+
+def test_budget_exceeded_is_not_a_verdict() -> None:
+    queue = _queue(4)
+    consumer = FakeConsumer(queue, credit=10, settle=True)
+    stats = Stats()
+    consumer.filter = SlowOnceFilter({0, 1, 2, 3}, {1}, stats)
+    consumer.filter_stats = stats
+    queue.dispatch()
+    assert sorted(consumer.got) == [0, 1, 2, 3]
+
+
+def test_a_filter_always_out_of_time_gives_up_after_a_few_tries() -> None:
+    queue = _queue(2)
+    consumer = FakeConsumer(queue, credit=10, settle=True)
+    stats = Stats()
+
+    class Hopeless(FakeFilter):
+        def matches(self, message: FilterMessage) -> bool:
+            self.evaluated.append(int(message.data))
+            stats.budget_exceeded += 1
+            return False
+
+    consumer.filter = Hopeless(set())
+    consumer.filter_stats = stats
+    queue.dispatch()
+    assert consumer.got == []
+    assert consumer.filter.evaluated.count(0) == 4  # the first look and three retries
+    _consistent(queue)
+
+
+def test_browser_sees_queued_and_delivered_messages_once() -> None:
+    queue = _queue(3)
+    consumer = FakeConsumer(queue, credit=1)
+    queue.dispatch()
+    browser = FakeConsumer(queue, credit=10, browse=True)
+    queue.dispatch()
+    queue.publish(FilterMessage(b"3"))
+    assert browser.got == [0, 1, 2, 3]
+    assert consumer.got == [0]
+
+
+def test_compaction_keeps_positions_and_cursors_right() -> None:
+    queue = _queue(5000)
+    keeper = FakeConsumer(queue, credit=1)  # holds entry 0 unsettled
+    queue.dispatch()
+    taker = FakeConsumer(queue, credit=10_000, settle=True)
+    queue.dispatch()
+    assert taker.got == list(range(1, 5000))
+    assert len(queue._slots) < 1500  # holes were compacted away
+    _consistent(queue)
+    queue.requeue(keeper.held[0])
+    queue.publish(FilterMessage(b"5000"))
+    queue.dispatch()
+    assert taker.got[-2:] == [0, 5000]
+    assert queue.count == 0 and queue.bytes == 0
+    _consistent(queue)
+
+
+def test_limits_and_waking_stalled_producers() -> None:
+    queue = _queue(2, NodeLimits(max_messages=2, max_bytes=10**9))
+    assert not queue.has_room()
+
+    class Producer:
+        resumed = 0
+
+        def resume(self) -> None:
+            self.resumed += 1
+
+    producer = Producer()
+    queue.stall(producer)
+    consumer = FakeConsumer(queue, credit=1, settle=True)
+    queue.dispatch()
+    assert consumer.got == [0] and producer.resumed == 1 and queue.has_room()
+
+
+# -- the header rewrite for redelivery -----------------------------------------------------
+
+
+def _header(data: bytes) -> Any:
+    return RawMessageView(data).section(Section.HEADER)
+
+
+def test_bump_adds_a_header_when_there_is_none() -> None:
+    data = encode_message(properties={"subject": "s"}, body="b")
+    bumped = bump_delivery_count(data)
+    assert _header(bumped) == {"delivery-count": uint(1)}
+    assert bumped.endswith(data)
+
+
+def test_bump_keeps_other_fields_and_clears_first_acquirer() -> None:
+    data = encode_message(header={"priority": 9, "first-acquirer": True, "delivery-count": 4},
+                          footer={"f": 1}, body=b"raw", body_kind="data")
+    bumped = bump_delivery_count(bump_delivery_count(data))
+    header = _header(bumped)
+    assert header["delivery-count"] == 6 and header["priority"] == 9
+    assert header["first-acquirer"] is False
+    assert "durable" not in header  # absent stays absent
+    view = RawMessageView(bumped)
+    assert view.field(Section.FOOTER, "f") == 1
+    assert view.field(Section.PROPERTIES, "subject") is MISSING
+
+
+# -- configuration ---------------------------------------------------------------------------
+
+
+def test_defaults() -> None:
+    config = load_config([], env={})
+    assert config == BrokerConfig()
+    assert config.listen == (("127.0.0.1", 5672),)
+
+
+def test_precedence_flags_over_env_over_toml(tmp_path: Path) -> None:
+    toml = tmp_path / "broker.toml"
+    toml.write_text(
+        '[broker]\nlisten = ["0.0.0.0:1"]\ncredit_window = 7\nmax_queue_messages = 9\n'
+        'disabled = ["amqp:sql-filter"]\n[limits]\nmax_sql_length = 100\nmax_in_list = 5\n'
+    )
+    env = {"FILTEX_CREDIT_WINDOW": "8", "FILTEX_MAX_SQL_LENGTH": "200",
+           "FILTEX_CONFIG": str(toml)}
+    config = load_config(["--max-sql-length", "300", "--listen", "127.0.0.1:0",
+                          "--listen", ":6"], env=env)
+    assert config.listen == (("127.0.0.1", 0), ("127.0.0.1", 6))
+    assert config.credit_window == 8
+    assert config.max_queue_messages == 9
+    assert config.disabled == ("amqp:sql-filter",)
+    assert config.limits.max_sql_length == 300
+    assert config.limits.max_in_list == 5
+
+
+@pytest.mark.parametrize("argv, env, text", [
+    (["--listen", "host"], {}, "HOST:PORT"),
+    (["--listen", "h:99999"], {}, "out of range"),
+    (["--credit-window", "x"], {}, "credit_window must be int"),
+    (["--max-sql-length", "0"], {}, "max_sql_length"),
+    ([], {"FILTEX_MAX_QUEUE_BYTES": "-1"}, "negative"),
+    ([], {"FILTEX_LOG_LEVEL": "chatty"}, "log_level"),
+])
+def test_bad_values_are_reported(argv: list[str], env: dict[str, str], text: str) -> None:
+    with pytest.raises(ConfigError, match=text):
+        load_config(argv, env=env)
+
+
+def test_unknown_toml_keys_are_errors(tmp_path: Path) -> None:
+    toml = tmp_path / "b.toml"
+    toml.write_text("[broker]\nlisen = 1\n")
+    with pytest.raises(ConfigError, match="unknown setting"):
+        load_config(["--config", str(toml)], env={})
+
+
+def test_parse_listen_accepts_ipv6_brackets() -> None:
+    assert parse_listen("[::1]:5672") == ("::1", 5672)
