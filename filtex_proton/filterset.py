@@ -65,19 +65,53 @@ class Outcome:
 class FilterSet:
     """The compiled filters of one source; evaluate with :meth:`matches`."""
 
-    __slots__ = ("_filters", "limits", "stats")
+    __slots__ = ("_budget_ms", "_filters", "limits", "stats")
 
     def __init__(self, filters: Mapping[str, Filter] | None = None,
                  limits: Limits = DEFAULT_LIMITS) -> None:
         self._filters: tuple[tuple[str, Filter], ...] = tuple((filters or {}).items())
         self.limits = limits
         self.stats = FilterStats()
+        # The budget is checked between filters, between group members and inside
+        # topic matching; a set with none of those never reads the clock.
+        timed = len(self._filters) > 1 or any(_checks_budget(f) for _, f in self._filters)
+        self._budget_ms: float | None = limits.eval_budget_ms if timed else None
 
     # -- evaluation --------------------------------------------------------
 
     def matches(self, view: MessageView, ctx: EvaluationContext | None = None) -> bool:
-        """Whether the message is eligible for the link. Never raises."""
-        return self.evaluate(view, ctx).result is True
+        """Whether the message is eligible for the link. Never raises.
+
+        The per-delivery path: the same verdict and counters as :meth:`evaluate`,
+        without building an :class:`Outcome` or the reasons.
+        """
+        stats = self.stats
+        stats.evaluations += 1
+        if ctx is None:
+            ctx = EvaluationContext()
+        ctx.begin(self._budget_ms)
+        try:
+            first = True
+            for _key, item in self._filters:
+                if first:
+                    first = False
+                elif ctx.over_budget():
+                    stats.nulls += 1
+                    stats.budget_exceeded += 1
+                    return False
+                answer = item.evaluate(view, ctx)
+                if answer is not True:
+                    if answer is not False:
+                        stats.nulls += 1
+                        stats.errors += ctx.error
+                        stats.budget_exceeded += ctx.budget_exceeded
+                    return False
+        except Exception:  # a filter broke its never-raise promise: still not eligible
+            stats.nulls += 1
+            stats.errors += 1
+            return False
+        stats.matches += 1
+        return True
 
     def evaluate(self, view: MessageView, ctx: EvaluationContext | None = None) -> Outcome:
         """The verdict on one message: TRUE only if every filter is TRUE.
@@ -88,7 +122,7 @@ class FilterSet:
         """
         if ctx is None:
             ctx = EvaluationContext()
-        ctx.begin(self.limits.eval_budget_ms)
+        ctx.begin(self._budget_ms)
         result: bool | None = True
         current: str | None = None
         try:
@@ -105,8 +139,6 @@ class FilterSet:
                     break
             else:
                 current = None
-                if ctx.over_budget():  # a message that took longer than the budget: not eligible
-                    result = None
         except Exception as exc:  # a filter broke its never-raise promise: still not eligible
             ctx.fail(f"filter {current!r}", exc)
             result = None
@@ -162,6 +194,11 @@ class FilterSet:
     def __repr__(self) -> str:
         inner = ", ".join(f"{key!r}: {item.type_name}" for key, item in self._filters)
         return f"FilterSet({{{inner}}})"
+
+
+def _checks_budget(item: Filter) -> bool:
+    """Whether a filter consults the evaluation budget itself (groups, topic matching)."""
+    return hasattr(item, "members") or item.type_name.endswith("topic-binding:string")
 
 
 def _entries_from_data(data: Data, limits: Limits) -> list[tuple[Any, Any]]:

@@ -26,6 +26,7 @@ from typing import Any, Final, cast
 
 from proton import Condition, Connection, Data, Endpoint, Handler, Link, Terminus, symbol
 
+from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext
@@ -79,9 +80,17 @@ class LinkFilter:
         """Whether the message is eligible for this link; never raises (spec §2.3)."""
         if self.is_trivial:
             return True
+        try:
+            view = message.view
+        except DecodeError:  # bytes that are not a message match no filter
+            stats = self.filter_set.stats
+            stats.evaluations += 1
+            stats.nulls += 1
+            stats.errors += 1
+            return False
         context = self._context
         context.origin = message.origin
-        return self.filter_set.matches(message.view, context)
+        return self.filter_set.matches(view, context)
 
 
 @dataclass

@@ -195,10 +195,22 @@ def test_budget_between_filters() -> None:
     assert filter_set.stats.budget_exceeded == 1
 
 
-def test_budget_exceeded_by_the_last_filter_is_still_not_eligible() -> None:
-    filter_set = FilterSet({"slow": Slow(0.02)}, Limits(eval_budget_ms=1))
+def test_budget_between_filters_on_the_delivery_path() -> None:
+    after = Fixed(True)
+    filter_set = FilterSet({"slow": Slow(0.02), "after": after}, Limits(eval_budget_ms=1))
     assert filter_set.matches(RED) is False
-    assert filter_set.stats.budget_exceeded == 1
+    assert after.calls == 0
+    assert (filter_set.stats.budget_exceeded, filter_set.stats.nulls) == (1, 1)
+
+
+def test_a_finished_verdict_is_not_overturned_by_the_clock() -> None:
+    # §7.1: the budget stops work that is still to be done. A filter that already
+    # answered TRUE is not second-guessed: a pause of the process (a GC, say) during
+    # its evaluation must not leave a message that matches stuck in a queue.
+    filter_set = FilterSet({"slow": Slow(0.02)}, Limits(eval_budget_ms=1))
+    assert filter_set.matches(RED) is True
+    assert filter_set.evaluate(RED).result is True
+    assert filter_set.stats.budget_exceeded == 0
 
 
 def test_context_is_reset_for_every_message() -> None:
