@@ -8,13 +8,16 @@ given, because ``proton.Message`` hides absent fields and has no footer.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from proton import Delivery, Described, Endpoint, Handler, Message, Terminus, symbol
+from proton import Data, Delivery, Described, Endpoint, Handler, Message, Terminus, symbol
 from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender, LinkDetached
 
+from broker.server import Broker
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 
@@ -22,6 +25,33 @@ TIMEOUT = 30.0
 """Generous: the suite must pass on a loaded two-core machine."""
 
 _tags = itertools.count(1)
+
+
+@dataclass
+class RunningBroker:
+    """A broker serving in a background thread; ``url`` is its first listener."""
+
+    broker: Broker
+    thread: threading.Thread
+
+    @property
+    def url(self) -> str:
+        host, port = self.broker.addresses[0]
+        return f"{host}:{port}"
+
+
+BrokerFactory = Callable[..., RunningBroker]
+
+
+class TopicOption(LinkOption):  # type: ignore[misc]
+    """The Qpid JMS node capability on the source or target: this address is a topic."""
+
+    def apply(self, link: Any) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        terminus.capabilities.put_array(False, Data.SYMBOL)
+        terminus.capabilities.enter()
+        terminus.capabilities.put_symbol("topic")
+        terminus.capabilities.exit()
 
 
 def connect(url: str, **kwargs: Any) -> BlockingConnection:

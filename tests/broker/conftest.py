@@ -2,29 +2,14 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from broker_clients import BrokerFactory, RunningBroker
 
 from broker.config import BrokerConfig
 from broker.server import Broker
-
-
-@dataclass
-class RunningBroker:
-    broker: Broker
-    thread: threading.Thread
-
-    @property
-    def url(self) -> str:
-        host, port = self.broker.addresses[0]
-        return f"{host}:{port}"
-
-
-BrokerFactory = Callable[..., RunningBroker]
 
 
 @pytest.fixture

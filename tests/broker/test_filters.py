@@ -10,6 +10,9 @@ from typing import Any
 
 import pytest
 from broker_clients import (
+    BrokerFactory,
+    RunningBroker,
+    TopicOption,
     bodies,
     connect,
     decoded_bodies,
@@ -24,9 +27,7 @@ from broker_clients import (
     send_raw,
     sql,
 )
-from conftest import BrokerFactory, RunningBroker
 from proton import Data, Described, Message, symbol, ubyte, ulong
-from test_nodes import TopicOption
 
 
 def D(descriptor: str, value: Any) -> Described:  # noqa: N802 - reads like the spec

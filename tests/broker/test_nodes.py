@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from broker_clients import (
     TIMEOUT,
+    RunningBroker,
+    TopicOption,
     bodies,
     connect,
     decoded_bodies,
@@ -16,20 +18,8 @@ from broker_clients import (
     sql,
     wait_received,
 )
-from conftest import RunningBroker
-from proton import Data, Terminus
-from proton.reactor import Copy, DurableSubscription, LinkOption
-
-
-class TopicOption(LinkOption):  # type: ignore[misc]
-    """The Qpid JMS node capability on the source or target: this address is a topic."""
-
-    def apply(self, link: object) -> None:
-        terminus = link.source if link.is_receiver else link.target  # type: ignore[attr-defined]
-        terminus.capabilities.put_array(False, Data.SYMBOL)
-        terminus.capabilities.enter()
-        terminus.capabilities.put_symbol("topic")
-        terminus.capabilities.exit()
+from proton import Terminus
+from proton.reactor import Copy, DurableSubscription
 
 
 def test_queue_keeps_messages_until_consumed_in_order(broker: RunningBroker) -> None:

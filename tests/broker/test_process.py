@@ -11,8 +11,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_clients import TIMEOUT, bodies, connect, message, nothing_more, send, send_raw
-from conftest import RunningBroker
+from broker_clients import (
+    TIMEOUT,
+    RunningBroker,
+    bodies,
+    connect,
+    message,
+    nothing_more,
+    send,
+    send_raw,
+)
 from proton import Delivery, symbol
 from proton.utils import ConnectionClosed
 

@@ -6,6 +6,8 @@ import socket
 
 from broker_clients import (
     TIMEOUT,
+    BrokerFactory,
+    RunningBroker,
     bodies,
     connect,
     decoded_bodies,
@@ -17,7 +19,6 @@ from broker_clients import (
     send_raw,
     wait_received,
 )
-from conftest import BrokerFactory, RunningBroker
 from proton import Delivery
 from proton.reactor import AtMostOnce
 from proton.utils import BlockingConnection
