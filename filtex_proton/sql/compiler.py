@@ -203,32 +203,10 @@ class _Compiler:
 
             return and2
 
-        def and_n(view: MessageView) -> bool | None:
-            result: bool | None = True
-            for part in parts:
-                value = part(view)
-                if value is False:
-                    return False
-                if value is not True:
-                    result = None
-            return result
-
-        return and_n
+        return _junction(parts, decisive=False)
 
     def _or(self, node: ast.Or) -> Evaluator:
-        parts = tuple(self.compile(o) for o in node.operands)
-
-        def or_n(view: MessageView) -> bool | None:
-            result: bool | None = False
-            for part in parts:
-                value = part(view)
-                if value is True:
-                    return True
-                if value is not False:
-                    result = None
-            return result
-
-        return or_n
+        return _junction(tuple(self.compile(o) for o in node.operands), decisive=True)
 
     def _not(self, node: ast.Not) -> Evaluator:
         inner = self.compile(node.operand)
@@ -436,6 +414,24 @@ class _Compiler:
             return None if any(v is None for v in evaluated) else apply(*evaluated)
 
         return call_n
+
+
+def _junction(parts: tuple[Evaluator, ...], *, decisive: bool) -> Evaluator:
+    """AND (``decisive=False``) or OR (``decisive=True``) in three-valued logic:
+    the decisive value wins at once; otherwise any non-boolean makes it NULL."""
+    neutral = not decisive
+
+    def junction(view: MessageView) -> bool | None:
+        result: bool | None = neutral
+        for part in parts:
+            value = part(view)
+            if value is decisive:
+                return decisive
+            if value is not neutral:
+                result = None
+        return result
+
+    return junction
 
 
 def _in_range(value: Any, position: Any) -> bool:
