@@ -426,7 +426,7 @@ def _junction(parts: tuple[Evaluator, ...], *, decisive: bool) -> Evaluator:
         for part in parts:
             value = part(view)
             if value is decisive:
-                return decisive
+                return not neutral
             if value is not neutral:
                 result = None
         return result
