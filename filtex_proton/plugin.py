@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -66,15 +67,34 @@ class FilterMessage:
 
 
 class LinkFilter:
-    """The compiled filter set of one sending link, with the consumer's identity."""
+    """The compiled filter set of one sending link, with the consumer's identity.
 
-    __slots__ = ("_context", "consumer", "filter_set", "is_trivial")
+    Evaluation errors are counted in ``filter_set.stats`` and reported to
+    ``logger`` tersely: at most one line per ``log_interval`` seconds per link,
+    saying how many there were (spec §7.2: keep logs terse).
+    """
 
-    def __init__(self, filter_set: FilterSet, consumer: Hashable | None) -> None:
+    __slots__ = ("_context", "_errors_logged", "_logged_at", "consumer", "filter_set",
+                 "is_trivial", "label", "log_interval", "logger")
+
+    def __init__(
+        self,
+        filter_set: FilterSet,
+        consumer: Hashable | None,
+        *,
+        label: str = "link",
+        logger: logging.Logger | None = None,
+        log_interval: float = 10.0,
+    ) -> None:
         self.filter_set = filter_set
         self.consumer = consumer
         self.is_trivial = len(filter_set) == 0
+        self.label = label
+        self.logger = logger or logging.getLogger("filtex_proton")
+        self.log_interval = log_interval
         self._context = EvaluationContext(consumer=consumer)
+        self._errors_logged = 0
+        self._logged_at = -float("inf")
 
     def matches(self, message: FilterMessage) -> bool:
         """Whether the message is eligible for this link; never raises (spec §2.3)."""
@@ -87,10 +107,26 @@ class LinkFilter:
             stats.evaluations += 1
             stats.nulls += 1
             stats.errors += 1
+            self._report_errors()
             return False
         context = self._context
         context.origin = message.origin
-        return self.filter_set.matches(view, context)
+        if self.filter_set.matches(view, context):
+            return True
+        if self.filter_set.stats.errors != self._errors_logged:
+            self._report_errors()
+        return False
+
+    def _report_errors(self) -> None:
+        now = time.monotonic()
+        if now - self._logged_at < self.log_interval:
+            return
+        errors = self.filter_set.stats.errors
+        self.logger.warning(
+            "%s: %d filter evaluation error(s) since the last report (%d in all); "
+            "those messages were not eligible for it", self.label,
+            errors - self._errors_logged, errors)
+        self._errors_logged, self._logged_at = errors, now
 
 
 @dataclass
@@ -131,7 +167,8 @@ class FiltexPlugin:
     ``limits`` bound what a client may ask for (spec §7.1). ``disabled`` names
     filter types (``"amqp:sql-filter"``) or whole families by capability
     (``"AMQP_FILTEX_SQL_V1_0"``) an operator switches off: they are then neither
-    offered nor accepted.
+    offered nor accepted. Evaluation errors are logged per link at most once
+    every ``error_log_interval`` seconds.
     """
 
     def __init__(
@@ -140,9 +177,11 @@ class FiltexPlugin:
         limits: Limits = DEFAULT_LIMITS,
         disabled: Iterable[str] = (),
         logger: logging.Logger | None = None,
+        error_log_interval: float = 10.0,
     ) -> None:
         self.limits = limits
         self.logger = logger or logging.getLogger("filtex_proton")
+        self.error_log_interval = error_log_interval
         self.stats = PluginStats()
         off = set(disabled)
         unknown = off - _KNOWN_NAMES
@@ -230,7 +269,9 @@ class FiltexPlugin:
         self.stats.accepted += 1
         if consumer is None:
             consumer = self.connection_identity(link.connection)
-        return LinkFilter(filter_set, consumer)
+        label = f"link {link.name!r} from {link.remote_source.address!r}"
+        return LinkFilter(filter_set, consumer, label=label, logger=self.logger,
+                          log_interval=self.error_log_interval)
 
     def refuse(self, link: Link, error: FilterError) -> None:
         """Refuse a link as Artemis, ActiveMQ and Qpid Broker-J do (spec §2.3)."""
