@@ -15,6 +15,7 @@ from proton import Connection
 if TYPE_CHECKING:
     from broker.consumer import Consumer
     from broker.producer import Producer
+    from broker.relay import RelayConsumer
 
 __all__ = ["ClientConnection"]
 
@@ -30,7 +31,7 @@ class ClientConnection:
         """The plugin's connection identity (no-local compares it)."""
         self.container: str = connection.remote_container or ""
         self.label = label
-        self.consumers: list[Consumer] = []
+        self.consumers: list[Consumer | RelayConsumer] = []
         self.producers: list[Producer] = []
         self.closed = False
 

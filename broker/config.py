@@ -73,6 +73,14 @@ class BrokerConfig:
     """Filter types (``amqp:sql-filter``) or families (``AMQP_FILTEX_SQL_V1_0``) switched off."""
     limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)
     """Filter complexity limits (spec §7.1)."""
+    upstream: str = ""
+    """Relay mode: ``amqp://host:port`` of the broker the nodes live on ('' = serve nodes here)."""
+    upstream_user: str = ""
+    upstream_password: str = ""
+    upstream_selector: str = "auto"
+    """Push JMS selectors upstream: auto (if it offers APACHE.ORG:SELECTOR), always, never."""
+    upstream_held: int = 1000
+    """Relay mode: non-matching queue messages held (unsettled) per consumer link."""
 
 
 # name -> (type converter, help) for the scalar broker settings; the flags,
@@ -86,6 +94,11 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "max_message_size": (int, "largest message accepted, in bytes"),
     "dead_letter_address": (str, "node for rejected messages ('' disables)"),
     "shutdown_grace": (float, "seconds to wait for peers on shutdown"),
+    "upstream": (str, "relay mode: amqp://HOST:PORT of the broker holding the nodes"),
+    "upstream_user": (str, "relay mode: SASL PLAIN user for the upstream"),
+    "upstream_password": (str, "relay mode: SASL PLAIN password for the upstream"),
+    "upstream_selector": (str, "relay mode: push JMS selectors upstream: auto, always, never"),
+    "upstream_held": (int, "relay mode: non-matching messages held per queue consumer"),
 }
 
 
@@ -268,6 +281,11 @@ def _validate(config: BrokerConfig) -> None:
     for name in ("credit_window", "max_queue_messages", "max_queue_bytes"):
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be at least 1")
+    if config.upstream_selector not in ("auto", "always", "never"):
+        raise ConfigError(f"upstream_selector {config.upstream_selector!r} is not auto, always "
+                          "or never")
+    if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
+        raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
     if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"log_level {config.log_level!r} is not a logging level")
 
@@ -276,7 +294,7 @@ def describe(config: BrokerConfig) -> str:
     """A one-line summary of the settings for the start-up log."""
     parts = []
     for f in fields(config):
-        if f.name in ("listen", "limits"):
+        if f.name in ("listen", "limits", "upstream_password"):
             continue
         parts.append(f"{f.name}={getattr(config, f.name)!r}")
     return ", ".join(parts)

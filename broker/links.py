@@ -23,6 +23,7 @@ from broker.node import Node
 from broker.producer import Producer
 from broker.queue import Queue
 from broker.registry import Registry
+from broker.relay import RelayConsumer, RelayProducer, Upstream
 from broker.terminus import TerminusRequest, read_terminus
 from broker.topic import Subscription, Topic
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
@@ -35,7 +36,7 @@ NOT_FOUND: Final = "amqp:not-found"
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 RESOURCE_LOCKED: Final = "amqp:resource-locked"
 
-LinkState = Consumer | Producer
+LinkState = Consumer | Producer | RelayConsumer
 
 
 def refuse(link: Link, condition: str, description: str) -> None:
@@ -59,6 +60,8 @@ class LinkManager:
         self.config = config
         self.registry = registry
         self.plugin = plugin
+        self.upstream: Upstream | None = Upstream(config, plugin) if config.upstream else None
+        """Relay mode: nodes live on this upstream broker."""
 
     def _make_message(self, data: bytes, origin: object) -> FilterMessage:
         return self.plugin.message(data, origin=origin)
@@ -67,9 +70,14 @@ class LinkManager:
 
     def attach(self, link: Link, client: ClientConnection) -> LinkState | None:
         """Answer the peer's attach; returns the link's state, or None if refused."""
+        upstream = self.upstream
         if isinstance(link, Sender):
+            if upstream is not None:
+                return upstream.attach_consumer(link, client)
             return self._attach_consumer(link, client)
         assert isinstance(link, Receiver)
+        if upstream is not None:
+            return upstream.attach_producer(link, client, self.registry)
         return self._attach_producer(link, client)
 
     def _attach_consumer(self, link: Sender, client: ClientConnection) -> Consumer | None:
@@ -216,6 +224,9 @@ class LinkManager:
 
     def detach(self, state: LinkState, client: ClientConnection | None, *, closed: bool) -> None:
         """The link is detached (``closed``: for good) or its connection is gone."""
+        if isinstance(state, RelayConsumer | RelayProducer):
+            self._detach_relay(state, client)
+            return
         if isinstance(state, Consumer):
             if state.closed:
                 return
@@ -246,6 +257,28 @@ class LinkManager:
         node = state.node
         if node is not None and node.dynamic_owner is state:
             self.registry.delete(node)
+
+    @staticmethod
+    def _detach_relay(
+        state: RelayConsumer | RelayProducer, client: ClientConnection | None
+    ) -> None:
+        if state.closed:
+            return
+        if isinstance(state, RelayConsumer):
+            returned = state.detach()
+            if client is not None and state in client.consumers:
+                client.consumers.remove(state)
+            stats = state.filter.filter_set.stats if state.filter is not None else None
+            log.info("relay consumer %r detached from %r: %d sent, %d skipped%s%s", state.name,
+                     state.address, state.sent, state.skipped,
+                     f", {returned} unsettled message(s) released upstream" if returned else "",
+                     f"; filter: {stats.evaluations} evaluated, {stats.matches} matched"
+                     if stats is not None else "")
+        else:
+            state.detach()
+            if client is not None and state in client.producers:
+                client.producers.remove(state)
+            log.info("relay producer %r detached", state.name)
 
     def _end_subscription(self, subscription: Subscription) -> None:
         registry = self.registry

@@ -25,6 +25,7 @@ import logging
 from typing import Any, Final, Protocol
 
 from proton import Condition, Endpoint, Event, Link, Transport
+from proton._handlers import ConnectSelectable
 from proton.reactor import Container
 
 from broker.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, lib
@@ -39,6 +40,12 @@ _UPDATED: Final[int] = Event.SELECTABLE_UPDATED.number
 _NO_EVENT: Any = None
 _READ_BUDGET: Final = 256 * 1024
 """Bytes read from one socket per round at most (more per round: fewer writes per message)."""
+
+
+def _plain(selectable: Any) -> bool:
+    """A connection's socket whose IO we do ourselves (not a connect in progress: proton's
+    ``ConnectSelectable`` must see its own writable event to finish an outgoing connect)."""
+    return not isinstance(selectable, ConnectSelectable) and selectable.handler is None
 
 
 class FastLink(Protocol):
@@ -162,13 +169,13 @@ class FastContainer(Container):
         self.mark()
         for selectable in readable:
             transport = selectable.__dict__.get("_transport")
-            if transport is not None and selectable.handler is None:
+            if transport is not None and _plain(selectable):
                 self._read(selectable, transport)
             else:
                 selectable.readable()
         for selectable in writable:
             transport = selectable.__dict__.get("_transport")
-            if transport is not None and selectable.handler is None:
+            if transport is not None and _plain(selectable):
                 self._write(selectable, transport)
             else:
                 selectable.writable()

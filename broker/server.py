@@ -176,6 +176,9 @@ class Broker:
             bound = acceptor._selectable.getsockname()
             self.addresses.append((str(bound[0]), int(bound[1])))
             log.info("listening on %s:%d", bound[0], bound[1])
+        if self.links.upstream is not None:
+            assert isinstance(container, FastContainer)
+            self.links.upstream.start(container)
         self._write_ready_file()
         self.ready.set()
         if self._stop_requested:
@@ -237,6 +240,8 @@ class Broker:
                  "they are discarded)", len(self.clients), held)
         for acceptor in self._acceptors:
             acceptor.close()
+        if self.links.upstream is not None:
+            self.links.upstream.close()
         for client in list(self.clients.values()):
             connection = client.connection
             if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:

@@ -1,0 +1,801 @@
+"""Relay mode: nodes live on an upstream broker; this broker adds the filters.
+
+With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
+
+* A downstream **receiver** (a link the broker sends on) is first accepted or
+  refused by the plugin (refusals stay local, the upstream never hears of
+  them); then an upstream receiver is opened on the same address. Messages
+  taken from the upstream are matched against the link's filter: matches go
+  downstream, and the upstream delivery is settled with the downstream
+  consumer's outcome only when that outcome arrives (accepted, rejected,
+  released; ``modified`` goes upstream as ``released``, because RabbitMQ ends
+  the session on ``modified``). A relay crash therefore loses nothing: the
+  upstream still holds every unsettled message (at-least-once).
+* Non-matching messages on a **queue** are not consumed: they are held,
+  unsettled, while the link lives (at most ``upstream_held`` per link; then the
+  link takes no more from the upstream until it detaches) and released when it
+  detaches. Releasing them at once would loop on RabbitMQ (a released message is
+  redelivered at once to any link with credit, the releasing one included) and
+  ``modified`` with undeliverable-here ends RabbitMQ's session. On a **topic**
+  (source capability ``topic``) a subscriber's non-matches are simply accepted
+  upstream (skipped): the subscription's copy is for this link alone. RabbitMQ's ``/topic/``
+  and ``/exchange/`` addresses are treated as topics too.
+* A downstream **sender**'s messages are forwarded, as the bytes that arrived,
+  to an upstream sender on the same address; the downstream delivery is settled
+  with the upstream's outcome. The downstream credit mirrors the upstream's.
+* **Pushdown**: when selectors are pushed (``upstream_selector`` ``always``, or
+  ``auto`` and the upstream's open offers ``APACHE.ORG:SELECTOR``), a JMS
+  selector filter of the downstream filter set is put, as it is, on the upstream
+  source; the whole filter set is still evaluated here (a filter set is the AND
+  of its entries, so this is exact whatever the upstream does). Nothing else is
+  translated.
+* **Reconnect**: when the upstream connection goes away the downstream links
+  stay attached; the relay reconnects with exponential backoff (0.2 s to 5 s)
+  and re-opens every upstream link. Deliveries in flight are redelivered by the
+  upstream (duplicates possible, never losses); downstream outcomes for
+  deliveries of the lost connection are settled locally only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any, Final
+
+from proton import (
+    Condition,
+    Connection,
+    Described,
+    Endpoint,
+    Handler,
+    Link,
+    Receiver,
+    Sender,
+    Session,
+    Terminus,
+    symbol,
+)
+
+from broker.client import ClientConnection
+from broker.config import BrokerConfig
+from broker.engine import (
+    ACCEPTED,
+    MODIFIED,
+    REJECTED,
+    RELEASED,
+    TERMINAL,
+    ffi,
+    lib,
+    send_bytes,
+    wrap_delivery,
+)
+from broker.producer import Producer
+from broker.registry import Registry
+from broker.terminus import read_terminus
+from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
+
+if TYPE_CHECKING:
+    from proton import Event
+
+    from broker.reactor import FastContainer
+
+__all__ = ["RelayConsumer", "RelayProducer", "Upstream", "selector_of"]
+
+log = logging.getLogger("filtex.broker.relay")
+
+SELECTOR_CAPABILITY: Final = "APACHE.ORG:SELECTOR"
+SELECTOR_DESCRIPTORS: Final = frozenset({
+    "apache.org:selector-filter:string", "apache.org:jms-selector-filter:string",
+})
+SELECTOR_CODE: Final = 0x0000468C00000004
+SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
+NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
+"""RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
+BACKOFF_MIN: Final = 0.2
+BACKOFF_MAX: Final = 5.0
+
+
+def selector_of(source_filter: Any) -> str | None:
+    """The first JMS selector (as the client sent it) of a link's filter set, if any."""
+    source_filter.rewind()
+    if source_filter.next() is None:
+        return None
+    value = source_filter.get_object()
+    if not isinstance(value, dict):
+        return None
+    for item in value.values():
+        if not isinstance(item, Described) or not isinstance(item.value, str):
+            continue
+        descriptor = item.descriptor
+        if isinstance(descriptor, int) and int(descriptor) == SELECTOR_CODE:
+            return item.value
+        if isinstance(descriptor, str) and str(descriptor) in SELECTOR_DESCRIPTORS:
+            return item.value
+    return None
+
+
+def _read_all(link_impl: Any, delivery: Any) -> bytes:
+    """Everything that has arrived for a delivery."""
+    pending = lib.pn_delivery_pending(delivery)
+    if pending <= 0:
+        return b""
+    buffer = ffi.new("char[]", pending)
+    n = lib.pn_link_recv(link_impl, buffer, pending)
+    return ffi.buffer(buffer, n)[:] if n > 0 else b""
+
+
+class _UpstreamSide:
+    """The fast-path state of an upstream link: hands its events to the relay link."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: RelayConsumer | RelayProducer) -> None:
+        self.owner = owner
+
+    def on_raw_delivery(self, delivery: Any) -> None:
+        self.owner.on_upstream_delivery(delivery)
+
+    def on_flow(self) -> None:
+        self.owner.on_upstream_flow()
+
+
+class RelayConsumer:
+    """A downstream link the broker sends on, fed by an upstream receiver."""
+
+    def __init__(
+        self, link: Sender, upstream: Upstream, address: str, link_filter: LinkFilter | None,
+        *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
+    ) -> None:
+        self.link = link
+        self.impl: Any = link._impl
+        self.name: str = link.name
+        self.upstream = upstream
+        self.address = address
+        self.filter = link_filter
+        self.topic = topic
+        self.presettled = presettled
+        self.selector = selector
+        self.held_limit = held_limit
+        self.credit = 0
+        self.closed = False
+        self.node = None  # LinkManager.detach looks for a dynamic node owner
+        self.up: Receiver | None = None
+        self.up_impl: Any = None
+        self.up_session: Session | None = None
+        self._partial: bytearray | None = None
+        self.pending: deque[tuple[bytes, Any]] = deque()
+        """Matching messages from the upstream not yet sent downstream (data, upstream delivery)."""
+        self.held: dict[Any, bytes] = {}
+        """Upstream delivery -> data of non-matching queue messages: released when the link
+        goes, or handed to another of our consumers on the address that matches them."""
+        self.lent: dict[Any, RelayConsumer] = {}
+        """Our upstream deliveries handed to another consumer (it settles them)."""
+        self.borrowed: dict[Any, RelayConsumer] = {}
+        """Upstream deliveries of another consumer's link that we send (and settle)."""
+        self.unacked: dict[Any, Any] = {}
+        """Downstream delivery -> upstream delivery (None once that connection is gone)."""
+        self.sent = 0
+        self.skipped = 0
+        self._tags = 0
+
+    # -- upstream link ---------------------------------------------------------------
+
+    def open_upstream(self, connection: Connection, shared: Session, pushdown: bool) -> None:
+        # A session of its own: ending it is the one way to make RabbitMQ give back
+        # everything the link had taken (see detach).
+        session = connection.session()
+        session.open()
+        self.up_session = session
+        up = session.receiver(f"{self.name}@relay")
+        up.source.address = self.address
+        if self.topic:
+            up.source.capabilities.put_object(symbol("topic"))
+        if pushdown and self.selector is not None:
+            up.source.filter.put_map()
+            up.source.filter.enter()
+            up.source.filter.put_symbol(symbol("jms-selector"))
+            up.source.filter.put_object(Described(SELECTOR_SYMBOL, self.selector))
+            up.source.filter.exit()
+        up.snd_settle_mode = Link.SND_SETTLED if self.presettled else Link.SND_UNSETTLED
+        up.rcv_settle_mode = Link.RCV_FIRST
+        up.open()
+        self.up = up
+        self.up_impl = up._impl
+        self.upstream.register(up, _UpstreamSide(self))
+        self._top_up()
+
+    def upstream_lost(self) -> None:
+        """The upstream connection is gone: forget its deliveries (it redelivers them)."""
+        self.up = None
+        self.up_impl = None
+        self.up_session = None
+        self._partial = None
+        self.pending.clear()
+        self.held.clear()
+        self.lent.clear()
+        self.borrowed.clear()
+        for key in self.unacked:
+            self.unacked[key] = None
+
+    def on_upstream_delivery(self, delivery: Any) -> None:
+        if self.up_impl is None:
+            return
+        if not lib.pn_delivery_readable(delivery) or lib.pn_delivery_aborted(delivery):
+            if lib.pn_delivery_aborted(delivery):
+                self._partial = None
+                lib.pn_delivery_settle(delivery)
+            return
+        chunk = _read_all(self.up_impl, delivery)
+        if lib.pn_delivery_partial(delivery):
+            if self._partial is None:
+                self._partial = bytearray()
+            self._partial += chunk
+            return
+        if self._partial is not None:
+            data = bytes(self._partial + chunk)
+            self._partial = None
+        else:
+            data = chunk
+        lib.pn_link_advance(self.up_impl)
+        message = self.upstream.plugin.message(data, origin=None)
+        if self.filter is None or self.filter.matches(message):
+            self.pending.append((data, delivery))
+            self._pump()
+        else:
+            self.skipped += 1
+            if self.topic or lib.pn_delivery_settled(delivery):
+                self._settle_up(delivery, ACCEPTED)
+            elif not self.upstream.hand_off(self, delivery, data, message):
+                self.held[delivery] = data
+            self._top_up()
+
+    def on_upstream_flow(self) -> None:
+        """The upstream's flow (drain answers) needs nothing from us."""
+
+    def wants(self, message: FilterMessage) -> bool:
+        """Whether this link would take a message another consumer does not match."""
+        return not self.closed and self.up is not None and (
+            self.filter is None or self.filter.matches(message))
+
+    def borrow(self, owner: RelayConsumer, delivery: Any, data: bytes) -> None:
+        """Send (and settle) a message taken by another of our links on the same queue."""
+        owner.lent[delivery] = self
+        self.borrowed[delivery] = owner
+        self.pending.append((data, delivery))
+        self._pump()
+
+    def _returned(self, delivery: Any) -> None:
+        """A borrowed delivery is settled: its owner no longer lends it."""
+        owner = self.borrowed.pop(delivery, None)
+        if owner is not None:
+            owner.lent.pop(delivery, None)
+
+    def recall(self, delivery: Any) -> None:
+        """The owner's link is going and releases the delivery: forget it."""
+        self.borrowed.pop(delivery, None)
+        self.pending = deque(item for item in self.pending if item[1] != delivery)
+        for key, value in self.unacked.items():
+            if value == delivery:
+                self.unacked[key] = None  # the outcome will be settled locally only
+
+    @staticmethod
+    def _settle_up(delivery: Any, outcome: int) -> None:
+        if not lib.pn_delivery_settled(delivery):
+            lib.pn_delivery_update(delivery, outcome)
+        lib.pn_delivery_settle(delivery)
+
+    def _top_up(self) -> None:
+        """Upstream credit: what downstream can take now, unless too much is held."""
+        up = self.up_impl
+        if up is None or self.closed:
+            return
+        want = self.credit - len(self.pending)
+        if len(self.held) >= self.held_limit:
+            want = 0
+        have = lib.pn_link_credit(up)
+        if want > have:
+            lib.pn_link_flow(up, want - have)
+
+    # -- downstream --------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        while self.credit > 0 and self.pending and not self.closed:
+            data, up_delivery = self.pending.popleft()
+            self._tags += 1
+            delivery = send_bytes(self.impl, b"%x" % self._tags, data)
+            self.credit -= 1
+            self.sent += 1
+            if self.presettled:
+                lib.pn_delivery_settle(delivery)
+                self._settle_up(up_delivery, ACCEPTED)
+                self._returned(up_delivery)
+            else:
+                self.unacked[delivery] = up_delivery
+        self._top_up()
+
+    def on_flow(self) -> None:
+        impl = self.impl
+        self.credit = lib.pn_link_credit(impl)
+        self._pump()
+        if lib.pn_link_get_drain(impl):
+            lib.pn_link_drained(impl)
+            self.credit = lib.pn_link_credit(impl)
+
+    def on_raw_delivery(self, delivery: Any) -> None:
+        """The downstream consumer's outcome: settle the upstream delivery the same way."""
+        state = lib.pn_delivery_remote_state(delivery)
+        if state not in TERMINAL and not lib.pn_delivery_settled(delivery):
+            return
+        up_delivery = self.unacked.pop(delivery, None)
+        if up_delivery is not None:
+            if state == REJECTED:
+                condition = wrap_delivery(delivery).remote.condition
+                wrapped = wrap_delivery(up_delivery)
+                if condition is not None:
+                    wrapped.local.condition = condition
+                self._settle_up(up_delivery, REJECTED)
+            elif state in (RELEASED, MODIFIED):
+                self._settle_up(up_delivery, RELEASED)
+            else:  # accepted, or settled without an outcome
+                self._settle_up(up_delivery, ACCEPTED)
+            self._returned(up_delivery)
+        lib.pn_delivery_settle(delivery)
+        self._top_up()
+
+    def detach(self) -> int:
+        """The downstream link is gone: give back everything, then close the upstream link."""
+        if self.closed:
+            return 0
+        self.closed = True
+        returned = 0
+        if self.up is not None:
+            # Released messages go back, but RabbitMQ redelivers a released message at once
+            # to any link with credit, this one included, and a detached link's unsettled
+            # messages stay taken until the session ends: so the link's own session ends too.
+            for up_delivery in self.unacked.values():
+                if up_delivery is not None:
+                    self._settle_up(up_delivery, RELEASED)
+                    self._returned(up_delivery)
+                    returned += 1
+            for _, up_delivery in self.pending:
+                self._settle_up(up_delivery, RELEASED)
+                self._returned(up_delivery)
+            for up_delivery in self.held:
+                self._settle_up(up_delivery, RELEASED)
+            for up_delivery, borrower in self.lent.items():
+                borrower.recall(up_delivery)
+                self._settle_up(up_delivery, RELEASED)
+            self.upstream.unregister(self.up)
+            if self.up.state & Endpoint.LOCAL_ACTIVE:
+                self.up.close()
+            if self.up_session is not None:
+                self.upstream.end_session(self.up_session)
+        self.unacked.clear()
+        self.pending.clear()
+        self.held.clear()
+        self.lent.clear()
+        self.borrowed.clear()
+        self.up = None
+        self.up_impl = None
+        self.up_session = None
+        self.upstream.forget(self)
+        return returned
+
+    def upstream_closed(self, condition: Condition | None) -> None:
+        """The upstream refused or closed our link: so does the downstream link."""
+        self.detach()
+        link = self.link
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.condition = condition or Condition("amqp:internal-error",
+                                                    "the upstream closed the link")
+            link.close()
+
+    def __repr__(self) -> str:
+        return f"<RelayConsumer {self.name!r} on {self.address!r}>"
+
+
+class RelayProducer(Producer):
+    """A downstream link the broker receives on, forwarded to an upstream sender."""
+
+    __slots__ = ("address", "inflight", "outbox", "up", "up_impl", "up_tags", "upstream")
+
+    def __init__(self, link: Receiver, upstream: Upstream, address: str, *, origin: object,
+                 registry: Registry, window: int, max_size: int) -> None:
+        super().__init__(link, None, origin=origin, registry=registry,
+                         make_message=lambda data, origin: upstream.plugin.message(
+                             data, origin=origin),
+                         window=window, max_size=max_size)
+        self.upstream = upstream
+        self.address = address
+        self.up: Sender | None = None
+        self.up_impl: Any = None
+        self.up_tags = 0
+        self.outbox: deque[tuple[bytes, Any]] = deque()
+        """(data, downstream delivery) waiting for upstream credit."""
+        self.inflight: dict[Any, tuple[bytes, Any]] = {}
+        """Upstream delivery -> (data, downstream delivery), awaiting the upstream's outcome."""
+
+    def open_upstream(self, connection: Connection, session: Session, pushdown: bool) -> None:
+        up = session.sender(f"{self.name}@relay")
+        up.target.address = self.address
+        up.snd_settle_mode = Link.SND_UNSETTLED
+        up.open()
+        self.up = up
+        self.up_impl = up._impl
+        self.upstream.register(up, _UpstreamSide(self))
+
+    def upstream_lost(self) -> None:
+        """Resend what was in flight after reconnecting (duplicates possible, no losses)."""
+        self.up = None
+        self.up_impl = None
+        self.outbox.extendleft(reversed(list(self.inflight.values())))
+        self.inflight.clear()
+
+    def top_up(self) -> None:
+        """Downstream credit mirrors the upstream sender's (within the window)."""
+        if self.closed:
+            return
+        up = self.up_impl
+        available = (lib.pn_link_credit(up) if up is not None else 0) - len(self.outbox)
+        available = min(available, self.window)
+        have = lib.pn_link_credit(self.impl)
+        if available > have:
+            lib.pn_link_flow(self.impl, available - have)
+        self.credit = max(available, have)
+
+    def _after_delivery(self) -> None:
+        self.credit -= 1
+        if self.credit <= self._low:  # pre-settled messages get no upstream outcome to wait for
+            self.top_up()
+
+    def _store(self, delivery: Any, data: bytes) -> None:
+        message: FilterMessage = self.make_message(data, self.origin)
+        try:
+            if not data:
+                raise DecodeError("no sections at all", 0)
+            message.view  # noqa: B018 - rejects what is not an AMQP message
+        except DecodeError as exc:
+            self._settle(delivery, REJECTED, "amqp:decode-error", f"not an AMQP message: {exc}")
+            return
+        self.outbox.append((data, delivery))
+        self._flush()
+
+    def _flush(self) -> None:
+        up = self.up_impl
+        while up is not None and self.outbox and lib.pn_link_credit(up) > 0:
+            data, delivery = self.outbox.popleft()
+            self.up_tags += 1
+            up_delivery = send_bytes(up, b"%x" % self.up_tags, data)
+            if lib.pn_delivery_settled(delivery):  # pre-settled downstream: fire and forget
+                lib.pn_delivery_settle(up_delivery)
+            else:
+                self.inflight[up_delivery] = (data, delivery)
+
+    def on_upstream_flow(self) -> None:
+        self._flush()
+        self.top_up()
+
+    def on_upstream_delivery(self, delivery: Any) -> None:
+        """The upstream's outcome for a forwarded message: the downstream gets the same."""
+        state = lib.pn_delivery_remote_state(delivery)
+        if state not in TERMINAL and not lib.pn_delivery_settled(delivery):
+            return
+        entry = self.inflight.pop(delivery, None)
+        condition = wrap_delivery(delivery).remote.condition if state == REJECTED else None
+        lib.pn_delivery_settle(delivery)
+        if entry is None:
+            return
+        down = entry[1]
+        if state == REJECTED:
+            self._settle(down, REJECTED, condition.name if condition else None,
+                         (condition.description or "") if condition else "")
+        elif state in (RELEASED, MODIFIED):
+            self._settle(down, RELEASED)
+        else:
+            if not lib.pn_delivery_settled(down):
+                lib.pn_delivery_update(down, ACCEPTED)
+            lib.pn_delivery_settle(down)
+        self.top_up()
+
+    def detach(self) -> None:
+        super().detach()
+        self.outbox.clear()
+        self.inflight.clear()  # the upstream still answers; nobody downstream to tell
+        if self.up is not None:
+            self.upstream.unregister(self.up)
+            if self.up.state & Endpoint.LOCAL_ACTIVE:
+                self.up.close()
+        self.up = None
+        self.up_impl = None
+        self.upstream.forget(self)
+
+    def upstream_closed(self, condition: Condition | None) -> None:
+        self.detach()
+        link = self.link
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.condition = condition or Condition("amqp:internal-error",
+                                                    "the upstream closed the link")
+            link.close()
+
+    def __repr__(self) -> str:
+        return f"<RelayProducer {self.name!r} to {self.address!r}>"
+
+
+RelayLink = RelayConsumer | RelayProducer
+
+
+class Upstream(Handler):
+    """The one connection to the upstream broker, with its reconnect loop."""
+
+    def __init__(self, config: BrokerConfig, plugin: FiltexPlugin) -> None:
+        super().__init__()
+        self.config = config
+        self.plugin = plugin
+        self.container: FastContainer | None = None
+        self.connection: Connection | None = None
+        self.session: Session | None = None
+        self.ready = False
+        self.pushdown = False
+        self.links: dict[RelayLink, None] = {}
+        self.sessions: dict[Any, Session] = {}
+        """Sessions of detached links, waiting for the upstream's begin or end."""
+        self.backoff = BACKOFF_MIN
+        self.stopping = False
+        self.connects = 0
+
+    # -- the connection ---------------------------------------------------------------
+
+    def start(self, container: FastContainer) -> None:
+        self.container = container
+        self._connect()
+
+    def _connect(self) -> None:
+        if self.stopping or self.container is None:
+            return
+        self.connects += 1
+        kwargs: dict[str, Any] = {"reconnect": False, "container_id":
+                                  f"{self.config.container_id}-relay"}
+        if self.config.upstream_user:
+            kwargs.update(user=self.config.upstream_user,
+                          password=self.config.upstream_password,
+                          allowed_mechs="PLAIN", allow_insecure_mechs=True)
+        else:
+            kwargs.update(allowed_mechs="ANONYMOUS PLAIN")
+        log.info("connecting to upstream %s", self.config.upstream)
+        self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
+
+    def on_connection_remote_open(self, event: Event) -> None:
+        connection = event.connection
+        if not self._current(connection):
+            return
+        assert connection is not None
+        offered = connection.remote_offered_capabilities or []
+        names = {str(c) for c in (offered if isinstance(offered, list | tuple) else [offered])}
+        mode = self.config.upstream_selector
+        self.pushdown = mode == "always" or (mode == "auto" and SELECTOR_CAPABILITY in names)
+        log.info("upstream %s open (offers %s; selector pushdown %s)", self.config.upstream,
+                 sorted(names) or "nothing", "on" if self.pushdown else "off")
+        self.session = connection.session()
+        self.session.open()
+        self.ready = True
+        self.backoff = BACKOFF_MIN
+        for link in list(self.links):
+            link.open_upstream(connection, self.session, self.pushdown)
+
+    def on_link_remote_open(self, event: Event) -> None:
+        link = event.link
+        if link is not None:
+            log.info("upstream link %r attached to %r", link.name,
+                     (link.remote_source if link.is_receiver else link.remote_target).address)
+
+    def on_link_remote_close(self, event: Event) -> None:
+        self._upstream_link_closed(event)
+
+    def on_link_remote_detach(self, event: Event) -> None:
+        self._upstream_link_closed(event)
+
+    def _upstream_link_closed(self, event: Event) -> None:
+        link = event.link
+        if link is None:
+            return
+        owner = self._owner_of(link)
+        condition = link.remote_condition
+        if owner is not None:
+            log.warning("upstream closed link %r: %s", link.name,
+                        f"{condition.name}: {condition.description}" if condition else "no error")
+            owner.upstream_closed(condition)
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.close()
+
+    def _owner_of(self, link: Link) -> RelayLink | None:
+        for owner in self.links:
+            if owner.up is not None and owner.up._impl == link._impl:
+                return owner
+        return None
+
+    def on_connection_remote_close(self, event: Event) -> None:
+        connection = event.connection
+        condition = connection.remote_condition if connection is not None else None
+        log.warning("upstream closed the connection%s",
+                    f": {condition.name}: {condition.description}" if condition else "")
+        if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+            connection.close()
+        self._lost(connection)
+
+    def on_transport_closed(self, event: Event) -> None:
+        self._lost(event.connection)
+
+    def on_transport_error(self, event: Event) -> None:
+        transport = event.transport
+        condition = transport.condition if transport is not None else None
+        if condition is not None:
+            log.warning("upstream transport error: %s: %s", condition.name,
+                        condition.description)
+
+    def on_timer_task(self, event: Event) -> None:
+        self._connect()
+
+    def _lost(self, connection: Connection | None) -> None:
+        if not self._current(connection):
+            return
+        self.connection = None
+        self.session = None
+        self.sessions.clear()
+        self.ready = False
+        for link in list(self.links):
+            if link.up is not None:
+                self.unregister(link.up)
+            link.upstream_lost()
+        if self.stopping or self.container is None:
+            return
+        delay = self.backoff
+        self.backoff = min(self.backoff * 2, BACKOFF_MAX)
+        log.warning("upstream %s lost; reconnecting in %.1f s", self.config.upstream, delay)
+        self.container.schedule(delay, self)
+
+    def end_session(self, session: Session) -> None:
+        """End a link's session, once the upstream has begun it (ending one before the
+        upstream's begin arrives makes Proton fail on the late begin)."""
+        self.sessions[session._impl] = session  # kept until the upstream's end arrives
+        if session.state & Endpoint.REMOTE_ACTIVE and session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+
+    def on_session_remote_open(self, event: Event) -> None:
+        session = event.session
+        if session is not None and session._impl in self.sessions \
+                and session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+
+    def on_session_remote_close(self, event: Event) -> None:
+        session = event.session
+        if session is None:
+            return
+        self.sessions.pop(session._impl, None)
+        if session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+
+    def _current(self, connection: Connection | None) -> bool:
+        """Whether an event's connection is the one we use now (wrappers are not unique)."""
+        return (connection is not None and self.connection is not None
+                and connection._impl == self.connection._impl)
+
+    def close(self) -> None:
+        self.stopping = True
+        if self.connection is not None and self.connection.state & Endpoint.LOCAL_ACTIVE:
+            self.connection.close()
+
+    # -- links ------------------------------------------------------------------------------
+
+    def register(self, link: Link, side: _UpstreamSide) -> None:
+        if self.container is not None:
+            self.container.register(link, side)
+
+    def unregister(self, link: Link) -> None:
+        if self.container is not None:
+            self.container.unregister(link)
+
+    def track(self, relay_link: RelayLink) -> None:
+        self.links[relay_link] = None
+        if self.ready and self.session is not None and self.connection is not None:
+            relay_link.open_upstream(self.connection, self.session, self.pushdown)
+            if isinstance(relay_link, RelayConsumer):
+                self.offer_held(relay_link)
+
+    def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
+                 message: FilterMessage) -> bool:
+        """Give a message one link does not match to another of our links on the queue."""
+        for other in self.links:
+            if (isinstance(other, RelayConsumer) and other is not owner and not other.topic
+                    and other.address == owner.address and other.wants(message)):
+                other.borrow(owner, delivery, data)
+                return True
+        return False
+
+    def offer_held(self, newcomer: RelayConsumer) -> None:
+        """A new consumer on a queue: take what our other links hold and it matches."""
+        if newcomer.topic:
+            return
+        for other in list(self.links):
+            if (not isinstance(other, RelayConsumer) or other is newcomer
+                    or other.address != newcomer.address or not other.held):
+                continue
+            for delivery, data in list(other.held.items()):
+                if newcomer.wants(self.plugin.message(data, origin=None)):
+                    del other.held[delivery]
+                    newcomer.borrow(other, delivery, data)
+            other._top_up()
+
+    def forget(self, relay_link: RelayLink) -> None:
+        self.links.pop(relay_link, None)
+
+    # -- attaching downstream links --------------------------------------------------------
+
+    def attach_consumer(self, link: Sender, client: ClientConnection) -> RelayConsumer | None:
+        request = read_terminus(link.remote_source)
+        if request.address is None or request.dynamic:
+            _refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
+                    "(dynamic nodes and durable subscription look-ups are not relayed)")
+            return None
+        link_filter = self.plugin.attach_sender(link)
+        if link_filter is None:
+            return None  # refused on the wire by the plugin, which logged why
+        selector = selector_of(link.remote_source.filter)
+        source = link.source
+        source.address = request.address
+        remote = link.remote_source
+        source.durability = remote.durability
+        source.expiry_policy = remote.expiry_policy
+        link.target.copy(link.remote_target)
+        presettled = link.remote_snd_settle_mode == Link.SND_SETTLED
+        link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        link.open()
+        consumer = RelayConsumer(
+            link, self, request.address, None if link_filter.is_trivial else link_filter,
+            topic=request.topic or request.address.startswith(PER_LINK_PREFIXES),
+            presettled=presettled, selector=selector,
+            held_limit=self.config.upstream_held,
+        )
+        client.consumers.append(consumer)
+        self.track(consumer)
+        log.info("connection %d: relay consumer %r on upstream %r%s", client.origin, link.name,
+                 request.address, " (filtered)" if consumer.filter is not None else "")
+        return consumer
+
+    def attach_producer(self, link: Receiver, client: ClientConnection,
+                        registry: Registry) -> RelayProducer | None:
+        request = read_terminus(link.remote_target)
+        if request.coordinator or request.dynamic or request.address is None:
+            _refuse(link, NOT_IMPLEMENTED, "relay mode: a producer needs a target address "
+                    "(anonymous relay, dynamic nodes and transactions are not relayed)")
+            return None
+        link.target.copy(link.remote_target)
+        link.source.copy(link.remote_source)
+        link.rcv_settle_mode = Link.RCV_FIRST
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.max_message_size = self.config.max_message_size
+        link.open()
+        producer = RelayProducer(link, self, request.address, origin=client.origin,
+                                 registry=registry, window=self.config.credit_window,
+                                 max_size=self.config.max_message_size)
+        client.producers.append(producer)
+        self.track(producer)
+        log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
+                 request.address)
+        return producer
+
+
+def _refuse(link: Link, condition: str, description: str) -> None:
+    if link.is_sender:
+        link.source.type = Terminus.UNSPECIFIED
+        link.target.copy(link.remote_target)
+    else:
+        link.target.type = Terminus.UNSPECIFIED
+        link.source.copy(link.remote_source)
+    link.open()
+    link.condition = Condition(condition, description)
+    link.close()
+    log.warning("refused link %r: %s: %s", link.name, condition, description)
+

@@ -1,0 +1,126 @@
+"""Start Debian's RabbitMQ 3.10 as an ordinary process under a temporary directory.
+
+Everything (node name, ports, mnesia, logs, Erlang cookie) lives under the
+directory, so a test session can run its own node on free ports without root
+and without touching a system-wide RabbitMQ.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rabbit_available() -> str | None:
+    """None if RabbitMQ can be started here, else why not."""
+    if not (RABBIT_BIN / "rabbitmq-server").exists():
+        return "RabbitMQ is not installed (apt-get install -y rabbitmq-server)"
+    if shutil.which("erl") is None and not Path("/usr/lib/erlang/bin/erl").exists():
+        return "Erlang (erl) is not installed"
+    return None
+
+
+@dataclass
+class Rabbit:
+    process: subprocess.Popen[bytes]
+    port: int
+    base: Path
+    epmd_port: int
+
+    @property
+    def url(self) -> str:
+        return f"amqp://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(5)
+        # The node started its own epmd (a daemon outside our process group) on its own port.
+        epmd = shutil.which("epmd")
+        if epmd is not None:
+            subprocess.run([epmd, "-port", str(self.epmd_port), "-kill"], capture_output=True,
+                           timeout=10, check=False)
+
+    def log_tail(self) -> str:
+        texts = []
+        for path in sorted(self.base.glob("log/*.log")):
+            texts.append(path.read_text(errors="replace")[-3000:])
+        return "\n".join(texts)
+
+
+def start_rabbit(base: Path, timeout: float = 60.0) -> Rabbit:
+    """Boot a node with the AMQP 1.0 plugin on free ports; raises RuntimeError if it fails."""
+    base.mkdir(parents=True, exist_ok=True)
+    port, dist, epmd = free_port(), free_port(), free_port()
+    (base / "enabled_plugins").write_text("[rabbitmq_amqp1_0].\n")
+    (base / "rabbitmq.conf").write_text(
+        "loopback_users = none\n"
+        f"listeners.tcp.default = {port}\n"
+        "vm_memory_high_watermark.relative = 0.2\n"
+        "disk_free_limit.absolute = 50MB\n"
+    )
+    (base / "rabbitmq-env.conf").write_text("")
+    home = base / "home"
+    home.mkdir(exist_ok=True)
+    node = f"filtex{port}@localhost"
+    env = dict(os.environ)
+    env.update({
+        "HOME": str(home),
+        "RABBITMQ_CONF_ENV_FILE": str(base / "rabbitmq-env.conf"),
+        "RABBITMQ_NODENAME": node,
+        "RABBITMQ_USE_LONGNAME": "false",
+        "RABBITMQ_CONFIG_FILE": str(base / "rabbitmq.conf"),
+        "RABBITMQ_ENABLED_PLUGINS_FILE": str(base / "enabled_plugins"),
+        "RABBITMQ_MNESIA_BASE": str(base / "mnesia"),
+        "RABBITMQ_LOG_BASE": str(base / "log"),
+        "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+        "RABBITMQ_NODE_PORT": str(port),
+        "RABBITMQ_DIST_PORT": str(dist),
+        "ERL_EPMD_PORT": str(epmd),
+        "RABBITMQ_PID_FILE": str(base / "rabbit.pid"),
+    })
+    out = (base / "stdout.log").open("wb")
+    process = subprocess.Popen(
+        [str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=out, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    rabbit = Rabbit(process, port, base, epmd)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"rabbitmq-server exited with {process.returncode}: "
+                               + (base / "stdout.log").read_text(errors="replace")[-2000:])
+        if _amqp_ready(port):
+            return rabbit
+        time.sleep(0.3)
+    rabbit.stop()
+    raise RuntimeError("rabbitmq-server did not accept AMQP 1.0 in time: "
+                       + (base / "stdout.log").read_text(errors="replace")[-2000:])
+
+
+def _amqp_ready(port: int) -> bool:
+    """The AMQP 1.0 plugin answers a protocol header with its own."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(b"AMQP\x03\x01\x00\x00")
+            return sock.recv(8).startswith(b"AMQP")
+    except OSError:
+        return False

@@ -1,0 +1,54 @@
+"""Relay mode: configuration and the selector pushdown's choice of filter (no sockets)."""
+
+from __future__ import annotations
+
+import pytest
+from proton import Data, Described, symbol, ulong
+
+from broker.config import ConfigError, describe, load_config
+from broker.relay import selector_of
+
+
+def _filter_data(entries: dict[symbol, Described]) -> Data:
+    data = Data()
+    data.put_object(entries)
+    return data
+
+
+def test_upstream_settings_from_flags_env_and_defaults() -> None:
+    config = load_config(["--upstream", "amqp://h:5672", "--upstream-user", "u"],
+                         env={"FILTEX_UPSTREAM_PASSWORD": "secret",
+                              "FILTEX_UPSTREAM_SELECTOR": "never"})
+    assert config.upstream == "amqp://h:5672"
+    assert config.upstream_user == "u"
+    assert config.upstream_password == "secret"
+    assert config.upstream_selector == "never"
+    assert config.upstream_held == 1000
+    assert "secret" not in describe(config)
+    assert load_config([], env={}).upstream == ""
+
+
+@pytest.mark.parametrize(("argv", "text"), [
+    (["--upstream", "h:5672"], "not an amqp://"),
+    (["--upstream", "amqp://h:1", "--upstream-selector", "sometimes"], "upstream_selector"),
+])
+def test_bad_upstream_settings_are_refused(argv: list[str], text: str) -> None:
+    with pytest.raises(ConfigError, match=text):
+        load_config(argv, env={})
+
+
+def test_selector_of_finds_a_jms_selector_in_any_form() -> None:
+    for descriptor in (symbol("apache.org:selector-filter:string"),
+                       symbol("apache.org:jms-selector-filter:string"),
+                       ulong(0x0000468C00000004)):
+        data = _filter_data({
+            symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1"),
+            symbol("sel"): Described(descriptor, "colour = 'red'"),
+        })
+        assert selector_of(data) == "colour = 'red'"
+
+
+def test_selector_of_pushes_nothing_else() -> None:
+    data = _filter_data({symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1")})
+    assert selector_of(data) is None
+    assert selector_of(Data()) is None
