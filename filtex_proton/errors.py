@@ -15,6 +15,13 @@ __all__ = ["GENERIC_LIMIT_TEXT", "FilterError", "SourcePosition"]
 #: What a client is told when a security limit is hit (spec §7.1: mask it, log the reason).
 GENERIC_LIMIT_TEXT = "filter rejected: it exceeds a limit set by the server administrator"
 
+#: Filter names and descriptors come from the client: texts quote at most this much of them.
+_NAME_CHARS = 80
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _NAME_CHARS else text[: _NAME_CHARS - 3] + "..."
+
 
 @dataclass(frozen=True, slots=True)
 class SourcePosition:
@@ -90,9 +97,9 @@ class FilterError(Exception):
         """The full, developer-facing text: who, what, where, and the caret."""
         parts = []
         if self.key is not None:
-            who = f"filter {self.key!r}"
+            who = f"filter {_clip(self.key)!r}"
             if self.descriptor is not None:
-                who += f" ({self.descriptor})"
+                who += f" ({_clip(self.descriptor)})"
             parts.append(who + ": ")
         parts.append(self.reason)
         if self.position is not None:
@@ -104,7 +111,7 @@ class FilterError(Exception):
     def client_text(self) -> str:
         """What the remote peer is told: everything, except for limits (spec §7.1)."""
         if self.limit:
-            who = f"filter {self.key!r}: " if self.key is not None else ""
+            who = f"filter {_clip(self.key)!r}: " if self.key is not None else ""
             return who + GENERIC_LIMIT_TEXT
         return self.render()
 

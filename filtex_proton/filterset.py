@@ -261,6 +261,8 @@ def _decode_entries(entries: list[tuple[Any, Any]], limits: Limits) -> FilterSet
                     raise FilterError(f"a filter name is a symbol, not a {amqp_type_name(key)}")
             except TypeError:
                 raise FilterError("a filter name is a symbol") from None
+            if not name.isascii():
+                raise FilterError("a filter name is a symbol, and symbols are ASCII")
             if name in filters:
                 raise FilterError("the filter set names this filter twice")
             filters[name] = decode_filter(value, limits)

@@ -28,7 +28,10 @@ class Limits:
     max_sql_nodes: int = 2048
     """AST nodes in one SQL expression (roughly: operators, operands and constants)."""
     max_sql_depth: int = 128
-    """Nesting depth of one SQL expression (parentheses, NOT chains, operator nesting)."""
+    """Nesting depth of one SQL expression's tree (NOT chains, operator nesting).
+
+    Parentheses add no node and so no depth: ``((((a))))`` is as cheap as ``a``,
+    and deep parentheses are bounded by ``max_sql_length``."""
     max_in_list: int = 1024
     """Values in one IN (...) list."""
     max_property_entries: int = 256

@@ -25,13 +25,20 @@ from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
-from proton import Condition, Connection, Data, Endpoint, Handler, Link, Terminus, symbol
+from proton import Condition, Connection, Data, Endpoint, Handler, Link, Terminus, symbol, ulong
 
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext
-from filtex_proton.filters.registry import ALL_CAPABILITIES, FILTER_TYPES, FILTEX_ALL, GROUP, PROP
+from filtex_proton.filters.registry import (
+    ALL_CAPABILITIES,
+    FILTER_TYPES,
+    FILTEX_ALL,
+    GROUP,
+    PROP,
+    display_descriptor,
+)
 from filtex_proton.filters.registry import SQL as SQL_CAPABILITY
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
@@ -44,6 +51,8 @@ _KNOWN_NAMES: Final = frozenset(
     {t.name for t in FILTER_TYPES} | {a for t in FILTER_TYPES for a in t.aliases}
     | set(ALL_CAPABILITIES)
 )
+#: What refusals are counted by: the filter types, so that clients cannot add entries.
+_REFUSAL_KINDS: Final = _KNOWN_NAMES | {display_descriptor(ulong(t.code)) for t in FILTER_TYPES}
 _identities = itertools.count(1)
 
 
@@ -278,6 +287,8 @@ class FiltexPlugin:
         self.stats.refused += 1
         self.stats.refused_by_limit += error.limit
         kind = "limit" if error.limit else (error.descriptor or "filter set")
+        if kind not in _REFUSAL_KINDS and kind not in ("limit", "filter set"):
+            kind = "unknown filter type"
         self.stats.refusals[kind] = self.stats.refusals.get(kind, 0) + 1
         self.logger.warning("refused link %r from %r: %s", link.name,
                             link.remote_source.address, error.render().replace("\n", " | "))

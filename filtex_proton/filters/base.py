@@ -164,8 +164,8 @@ LeafDecoder = Callable[[Any, DecodeContext], Filter]
 
 def describe_descriptor(descriptor: Any) -> str:
     """A descriptor as people write it: the symbol, or ``0x0000468c:0x00000004``."""
-    if isinstance(descriptor, str):
-        return str(descriptor)
+    if isinstance(descriptor, str):  # the client's symbol: quote a hostile one only in part
+        return str(descriptor) if len(descriptor) <= 100 else f"{descriptor[:97]}..."
     if isinstance(descriptor, int) and not isinstance(descriptor, bool):
         code = int(descriptor)
         if 0 <= code < 2**64:

@@ -187,13 +187,40 @@ def _lookup(entries: Mapping[Any, Any], ref_key: Any, ref_class: Kind) -> Any:
     return MISSING
 
 
+def _typed_index(entries: Mapping[Any, Any]) -> dict[tuple[Kind, Any], Any]:
+    """The entries keyed by (key class, key): one pass, then one lookup per reference key."""
+    index: dict[tuple[Kind, Any], Any] = {}
+    for field_key, field_value in entries.items():
+        try:
+            index.setdefault((key_class(field_key), field_key), field_value)
+        except TypeError:  # not an AMQP value: no reference key names it
+            continue
+    return index
+
+
+#: Above this many (reference keys x message entries), a map is indexed instead of scanned.
+_SCAN_LIMIT: Final = 64
+
+
 def _map_matcher(entries: list[tuple[Any, Kind, Matcher]]) -> Matcher:
-    """§4.1.2: every non-NULL reference entry present by key and matching."""
+    """§4.1.2: every non-NULL reference entry present by key and matching.
+
+    Keys are compared type-aware, so a lookup is a scan of the message map; for
+    many reference keys and a big map (a hostile message) the map is indexed
+    once instead, so that the time stays linear in the message's size.
+    """
 
     def match_map(field: Any) -> bool:
         field = unwrap(field)
         if not isinstance(field, Mapping):
             return False
+        if len(entries) > 1 and len(entries) * len(field) > _SCAN_LIMIT:
+            index = _typed_index(field)
+            for key, cls, matcher in entries:
+                value = index.get((cls, key), MISSING)
+                if value is MISSING or not matcher(value):
+                    return False
+            return True
         for key, cls, matcher in entries:
             value = _lookup(field, key, cls)
             if value is MISSING or not matcher(value):

@@ -37,7 +37,7 @@ class SqlFilter(FilterBase):
         self.compiled = compiled
 
     def _evaluate(self, view: MessageView, ctx: EvaluationContext) -> bool | None:
-        result = self.compiled.evaluate(view)
+        result = self.compiled.evaluate_or_raise(view)  # errors are counted by evaluate()
         if result is None:
             ctx.null(self._null_reason(view) if ctx.explain else
                      f"{self.type_name} evaluated to NULL")

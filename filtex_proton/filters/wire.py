@@ -98,7 +98,11 @@ def read_data(data: Data, max_depth: int) -> Any:
         """A scalar's value, or :data:`_OPEN` after entering a container."""
         node_type = data.type()
         if node_type is None or node_type not in _CONTAINERS:
-            value = data.get_object()
+            try:
+                value = data.get_object()
+            except (ValueError, OverflowError):  # proton does not check UTF-8 or chars
+                kind = "value" if node_type is None else Data.type_name(node_type)
+                raise FilterError(f"a malformed {kind} (not valid AMQP)") from None
             # proton hands out binary as a memoryview over its own buffer: copy it out.
             return bytes(value) if isinstance(value, memoryview) else value
         if len(stack) >= max_depth:
@@ -213,6 +217,13 @@ def check_value(value: Any, max_depth: int) -> None:
             ) from None
         if kind is Kind.INTEGER:
             _check_integer(item)
+        elif kind is Kind.SYMBOL and not item.isascii():
+            raise FilterError("a symbol holds ASCII characters only")
+        elif kind is Kind.STRING and not item.isascii():
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                raise FilterError("a string that cannot be encoded in UTF-8") from None
         elif isinstance(item, decimal.Decimal):
             try:
                 encode_decimal128(item)

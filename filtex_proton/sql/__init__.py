@@ -45,6 +45,12 @@ class CompiledSql:
             return None
         return result if result is True or result is False else None
 
+    def evaluate_or_raise(self, view: MessageView) -> bool | None:
+        """As :meth:`evaluate`, but an exception (a section that does not decode)
+        propagates, for callers that count evaluation errors (spec §7.2)."""
+        result = self._evaluate(view)
+        return result if result is True or result is False else None
+
     def matches(self, view: MessageView) -> bool:
         """Whether the message is eligible: only TRUE matches (three-valued logic)."""
         return self.evaluate(view) is True

@@ -186,13 +186,14 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
             number = int(digits, 16)
             if number > ULONG_MAX:
                 raise FilterError(
-                    f"integer constant {token} is out of range (the largest is 2^64-1)",
+                    f"integer constant {_shorten(str(token))} is out of range "
+                    "(the largest is 2^64-1)",
                     position=_position(token))
             return ast.Literal(ulong(number) if number > 2**63 - 1 else number,
                                pos=_position(token))
         if len(digits) % 2:
             raise FilterError(
-                f"binary constant {token} needs pairs of hex digits (§6.4.4.2.6)",
+                f"binary constant {_shorten(str(token))} needs pairs of hex digits (§6.4.4.2.6)",
                 position=_position(token))
         return ast.Literal(bytes.fromhex(digits), pos=_position(token))
 
@@ -203,9 +204,9 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
         function = FUNCTIONS.get(upper)
         if function is None:
             raise FilterError(
-                f"unknown function {name!s}(); the functions are "
+                f"unknown function {_shorten(str(name))}(); the functions are "
                 f"{', '.join(sorted(FUNCTIONS))}, and vendor functions take a prefix "
-                "such as acme:{name}(...)".replace("{name}", str(name).lower()),
+                "such as acme:{name}(...)".replace("{name}", _shorten(str(name)).lower()),
                 position=_position(name))
         if not function.min_args <= len(arguments) <= function.max_args:
             expected = (f"{function.min_args}" if function.min_args == function.max_args
@@ -236,7 +237,7 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
         text = _name(name)
         if name.type == "IDENTIFIER" and text in self.dialect.aliases:
             if path:
-                raise FilterError(f"{text} is a single value and has no entries",
+                raise FilterError(f"{_shorten(text)} is a single value and has no entries",
                                   position=_position(name))
             return ast.Alias(text, pos=_position(name))
         return ast.Field(Section.APPLICATION_PROPERTIES, text, tuple(path), pos=_position(name))
@@ -264,13 +265,13 @@ def _unknown_field(section: Section, name: str) -> str:
     known = sorted({canonical for canonical in _WELL_KNOWN[section].values()})
     close = difflib.get_close_matches(name, list(_WELL_KNOWN[section]), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else f"; the fields are {', '.join(known)}"
-    return f"{name!r} is not a field of the {section.value} section (§6.4.4.4){hint}"
+    return f"{_shorten(name)!r} is not a field of the {section.value} section (§6.4.4.4){hint}"
 
 
 def _float_constant(text: str, token: Token) -> float:
     value = float(text)
     if value == float("inf"):
-        raise FilterError(f"number {text} is beyond the range of a double (§6.4.4.2.3)",
+        raise FilterError(f"number {_shorten(text)} is beyond the range of a double (§6.4.4.2.3)",
                           position=_position(token))
     return value
 
@@ -282,7 +283,7 @@ def _decimal_constant(text: str, token: Token) -> Decimal:
         raise FilterError(f"{text} is not a number", position=_position(token)) from None
     if len(value.as_tuple().digits) > 34:
         raise FilterError(
-            f"decimal constant {text} has more than the 34 digits of a decimal128 (§6.2)",
+            f"decimal constant {_shorten(text)} has more than the 34 digits of a decimal128 (§6.2)",
             position=_position(token))
     return value
 
@@ -343,7 +344,8 @@ def _syntax_error(error: UnexpectedInput, text: str) -> FilterError:
     ):
         reason = "unterminated [delimited name]: no closing ]"
     elif isinstance(error, UnexpectedToken) and error.token.type != "$END":
-        reason = f"unexpected {str(error.token)!r}; expected {_expected(set(error.expected))}"
+        found = _shorten(str(error.token))
+        reason = f"unexpected {found!r}; expected {_expected(set(error.expected))}"
     else:
         expected: set[str] = set()
         if isinstance(error, UnexpectedToken | UnexpectedEOF):

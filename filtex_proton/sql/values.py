@@ -21,6 +21,7 @@ from filtex_proton.sql import iso8601
 
 __all__ = [
     "LONG_MIN",
+    "MAX_CONCAT_LENGTH",
     "NAN",
     "ULONG_MAX",
     "arithmetic",
@@ -34,6 +35,10 @@ __all__ = [
 NAN: Final = float("nan")
 LONG_MIN: Final = -(2**63)
 ULONG_MAX: Final = 2**64 - 1
+#: The longest string ``+`` builds (spec §7.1). Without a bound, a filter of a
+#: thousand concatenations of one long property, ``((a+a)+(a+a))+...``, makes a
+#: string a thousand times the message's size for every message it evaluates.
+MAX_CONCAT_LENGTH: Final = 65536
 
 #: decimal128's value space (IEEE 754-2008): results beyond it overflow to NaN (§6.3.1).
 DECIMAL128: Final = decimal.Context(
@@ -251,10 +256,13 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
 
 
 def concat_or_add(a: Any, b: Any) -> Any:
-    """``+``: concatenation of strings/symbols (a string), else numeric addition."""
+    """``+``: concatenation of strings/symbols (a string), else numeric addition.
+
+    A concatenation longer than :data:`MAX_CONCAT_LENGTH` is an evaluation error (NULL).
+    """
     if isinstance(a, str) and isinstance(b, str):
         ka, kb = kind_of(a), kind_of(b)
-        if ka in TEXT and kb in TEXT:
+        if ka in TEXT and kb in TEXT and len(a) + len(b) <= MAX_CONCAT_LENGTH:
             return str(a) + str(b)
         return None
     return arithmetic("+", a, b)
