@@ -1,0 +1,43 @@
+"""The same filters over archives of messages, on Spark (docs/ARCHIVE.md).
+
+>>> from filtex_proton.spark import explain
+>>> print(explain("p.subject = 'order.created' AND h.priority > 4"))  # doctest: +ELLIPSIS
+filter set of 1 filter, path auto:
+  'sql' (amqp:sql-filter): column - translated exactly to Spark expressions
+      spark: ((subject = 'order.created') AND (coalesce(priority, 4L) > 4L))
+...
+
+Importing this package needs pyarrow but not PySpark; the functions that
+touch Spark import it when called.
+"""
+
+from filtex_proton.spark.archive import (
+    ARCHIVE_SCHEMA,
+    SCHEMA_VERSION,
+    ArchiveStats,
+    ArchiveWriter,
+    message_row,
+    read_archive_table,
+)
+from filtex_proton.spark.plan import FilterPlan, Plan, apply_filter, as_filter_set, explain, plan
+from filtex_proton.spark.session import read_archive, spark_session, use_this_python
+from filtex_proton.spark.udf import matches_raw
+
+__all__ = [
+    "ARCHIVE_SCHEMA",
+    "SCHEMA_VERSION",
+    "ArchiveStats",
+    "ArchiveWriter",
+    "FilterPlan",
+    "Plan",
+    "apply_filter",
+    "as_filter_set",
+    "explain",
+    "matches_raw",
+    "message_row",
+    "plan",
+    "read_archive",
+    "read_archive_table",
+    "spark_session",
+    "use_this_python",
+]

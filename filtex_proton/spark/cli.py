@@ -1,0 +1,358 @@
+"""``filtex-spark``: select and replay archived messages with the broker's filters, on Spark.
+
+``select`` answers "which messages would this subscription have received";
+``replay`` re-publishes them to a live address (a backfill); ``explain`` shows,
+without Spark, which filter runs as Spark expressions and which in the engine.
+The entry point also runs under ``spark-submit`` (pass this file), which then
+decides the master.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from filtex_proton.errors import FilterError
+from filtex_proton.filters.typed_json import TypedJsonError, filter_set_from_json, to_json
+from filtex_proton.filterset import FilterSet, decode_filter_set
+from filtex_proton.spark.plan import Plan, as_filter_set, plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from filtex_proton.spark.replay import Position
+
+__all__ = ["main"]
+
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+
+_EXAMPLES: Final = """\
+examples:
+  # how many messages would this subscription have received?
+  filtex-spark select --archive /var/lib/filtex/archive --count \\
+      --filter "p.subject = 'order.created' AND region IN ('AMER', 'EMEA')"
+
+  # the matches of a typed-JSON filter set (docs/TYPED_JSON.md), as a new archive
+  filtex-spark select --archive archive/ --filter-set filters.json --out selected/
+
+  # backfill a new consumer: re-publish the matches, in archive order, at least once
+  filtex-spark replay --archive archive/ --address orders --filter "h.priority > 4" \\
+      --to amqp://localhost:5672/orders-backfill --checkpoint backfill.json
+
+  # which filter runs as Spark expressions, which in the engine, and why (no Spark needed)
+  filtex-spark explain --filter "a.amount * 2 > 100 AND p.subject LIKE 'order.%'"
+
+  # on a cluster: the same entry point under spark-submit
+  spark-submit --master spark://head:7077 "$(python -c \\
+      'import filtex_proton.spark.cli as c; print(c.__file__)')" select --archive ... --count
+
+with filters.json:
+  {"urgent": {"descriptor": "amqp:header-filter", "value": {"priority": {"ubyte": 9}}},
+   "eu":     {"descriptor": "amqp:sql-filter", "value": "region LIKE 'eu-%'"}}
+
+exit status: 0 done (also after SIGINT/SIGTERM in replay), 1 failed or invalid filter,
+2 unusable input.
+"""
+
+
+class _UsageError(Exception):
+    """Input that cannot be used (exit 2)."""
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--master", default=argparse.SUPPRESS,
+                        help="Spark master (default: spark-submit's, else local[*])")
+    common.add_argument("--conf", action="append", default=argparse.SUPPRESS,
+                        metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    return common
+
+
+def _filters(parser: argparse.ArgumentParser) -> None:
+    chosen = parser.add_mutually_exclusive_group(required=True)
+    chosen.add_argument("--filter", metavar="EXPR", help="one SQL filter (see --dialect)")
+    chosen.add_argument("--filter-set", metavar="FILE.json",
+                        help="a typed-JSON filter set {name: {descriptor, value}} ('-': stdin)")
+    parser.add_argument("--dialect", choices=("amqp", "jms"), default="amqp",
+                        help="--filter's language: amqp:sql-filter or the JMS selector")
+    parser.add_argument("--path", choices=("auto", "column", "udf"), default="auto",
+                        help="force Spark expressions (column) or the engine (udf)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="filtex-spark", parents=[_common()],
+        description="Select and replay archived AMQP messages with the broker's filters, "
+                    "on Spark, with exactly the broker's semantics.",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES)
+    commands = parser.add_subparsers(dest="command", required=True)
+    select = commands.add_parser(
+        "select", parents=[_common()], help="the archived messages a filter matches",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES)
+    select.add_argument("--archive", required=True, metavar="DIR", help="the archive directory")
+    _filters(select)
+    select.add_argument("--address", action="append", metavar="NAME",
+                        help="only messages archived at this address (repeatable)")
+    select.add_argument("--out", metavar="DIR",
+                        help="write the matches there, as an archive (partitioned alike)")
+    select.add_argument("--count", action="store_true",
+                        help="print the number of matches, alone on the last line")
+    select.add_argument("--show", type=int, default=20, metavar="N",
+                        help="without --out/--count: print the first N matches (default 20)")
+    select.add_argument("--explain", action="store_true", help="print the plan to stderr")
+    replay = commands.add_parser(
+        "replay", parents=[_common()], help="re-publish the matches to an AMQP address",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES)
+    replay.add_argument("--archive", required=True, metavar="DIR", help="the archive directory")
+    _filters(replay)
+    replay.add_argument("--address", action="append", metavar="NAME",
+                        help="only messages archived at this address (repeatable)")
+    replay.add_argument("--to", required=True, metavar="amqp://HOST:PORT/ADDRESS",
+                        help="where to send them")
+    replay.add_argument("--checkpoint", metavar="FILE",
+                        help="record progress here and resume after it on the next run")
+    replay.add_argument("--window", type=int, default=100,
+                        help="messages in flight at once (1: strict order even on retries)")
+    replay.add_argument("--retries", type=int, default=10,
+                        help="reconnect attempts in a row before giving up")
+    replay.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
+                        help="on SIGINT/SIGTERM, how long to wait for messages in flight")
+    explain = commands.add_parser(
+        "explain", help="per filter: Spark expressions or the engine, and why (no Spark)",
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES)
+    _filters(explain)
+    return parser
+
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def _filter_set(args: argparse.Namespace, stdin: TextIO) -> FilterSet:
+    if args.filter is not None:
+        return as_filter_set(args.filter, dialect=args.dialect)
+    try:
+        if args.filter_set == "-":
+            text = stdin.read()
+        else:
+            with open(args.filter_set, encoding="utf-8") as handle:
+                text = handle.read()
+        described = filter_set_from_json(json.loads(text))
+    except OSError as exc:
+        raise _UsageError(f"cannot read {args.filter_set}: {exc.strerror}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise _UsageError(f"{args.filter_set}: not JSON: {exc}") from None
+    except TypedJsonError as exc:
+        raise _UsageError(f"{args.filter_set}: {exc}") from None
+    return decode_filter_set(described)
+
+
+def _session(args: argparse.Namespace) -> SparkSession:
+    from filtex_proton.spark.session import spark_session
+
+    config: dict[str, str] = {}
+    for pair in getattr(args, "conf", None) or []:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise _UsageError(f"--conf needs KEY=VALUE, not {pair!r}")
+        config[key] = value
+    session = spark_session(getattr(args, "master", None), config=config)
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def _matches(spark: SparkSession, args: argparse.Namespace, planned: Plan) -> DataFrame:
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from filtex_proton.spark.session import read_archive
+
+    df = read_archive(spark, args.archive)
+    if args.address:
+        df = df.where(F.col("address").isin(list(args.address)))
+    return planned.apply(df)
+
+
+# ----------------------------------------------------------------------------- select
+
+
+def _shown(row: Any) -> str:
+    """One match as a line of typed JSON: where and when, and what filters can read."""
+    from filtex_proton.amqp.codec import DecodeError
+    from filtex_proton.amqp.message import RawMessageView
+    from filtex_proton.amqp.view import Section
+
+    arrival = dt.datetime.fromtimestamp(row["arrival_ms"] / 1000, dt.UTC)
+    line: dict[str, Any] = {"address": row["address"],
+                            "arrival": arrival.isoformat(timespec="milliseconds"),
+                            "sequence": row["sequence"]}
+    try:
+        view = RawMessageView(bytes(row["raw"]))
+        for section in Section:
+            entries = view.section(section)
+            if entries is not None:
+                line[section.value] = {str(k): to_json(v) for k, v in entries.items()}
+    except DecodeError as exc:
+        line["decode-error"] = str(exc)
+    return json.dumps(line, ensure_ascii=False)
+
+
+def _select(args: argparse.Namespace, planned: Plan, out: TextIO) -> int:
+    spark = _session(args)
+    matches = _matches(spark, args, planned)
+    if args.out is not None:
+        matches.write.partitionBy("address", "date", "regular").parquet(args.out)
+        print(f"wrote the matches to {args.out}", file=sys.stderr)
+    if args.count:
+        from filtex_proton.spark.session import read_archive
+
+        counted = read_archive(spark, args.out) if args.out is not None else matches
+        print(counted.count(), file=out)
+    elif args.out is None:
+        ordered = matches.orderBy("arrival_ms", "sequence", "address")
+        rows = ordered.select("address", "arrival_ms", "sequence", "raw").take(args.show + 1)
+        for row in rows[:args.show]:
+            print(_shown(row), file=out)
+        if len(rows) > args.show:
+            print(f"... more than {args.show} matches (--count counts them, --out writes them)",
+                  file=sys.stderr)
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+def _identity(args: argparse.Namespace, filter_set: FilterSet) -> str:
+    normalised = {str(k): to_json(v) for k, v in filter_set.normalised().items()}
+    return json.dumps({"archive": str(args.archive), "address": args.address, "to": args.to,
+                       "filters": normalised}, sort_keys=True, ensure_ascii=False)
+
+
+def _after(df: DataFrame, position: Position) -> DataFrame:
+    """Rows after ``position`` in archive order (arrival_ms, sequence, address)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    arrival, sequence, address = F.col("arrival_ms"), F.col("sequence"), F.coalesce(
+        F.col("address"), F.lit(""))
+    return df.where(
+        (arrival > position.arrival_ms)
+        | ((arrival == position.arrival_ms) & (sequence > position.sequence))
+        | ((arrival == position.arrival_ms) & (sequence == position.sequence)
+           & (address > position.address)))
+
+
+def _replay(args: argparse.Namespace, filter_set: FilterSet, planned: Plan, out: TextIO) -> int:
+    from pathlib import Path
+
+    from filtex_proton.spark.replay import Checkpoint, Position, Replayer, parse_target
+
+    try:
+        parse_target(args.to)
+    except ValueError as exc:
+        raise _UsageError(str(exc)) from None
+    checkpoint = None
+    resume_after: Position | None = None
+    sent_before = 0
+    if args.checkpoint is not None:
+        checkpoint = Checkpoint(Path(args.checkpoint), _identity(args, filter_set))
+        try:
+            resume_after, sent_before = checkpoint.load()
+        except (ValueError, json.JSONDecodeError) as exc:
+            raise _UsageError(str(exc)) from None
+    spark = _session(args)
+    matches = _matches(spark, args, planned)
+    if resume_after is not None:
+        matches = _after(matches, resume_after)
+        print(f"resuming after {resume_after} ({sent_before} already replayed)", file=sys.stderr)
+    ordered = matches.select("raw", "arrival_ms", "sequence", "address").orderBy(
+        "arrival_ms", "sequence", "address")
+
+    def source() -> Iterator[tuple[bytes, Position]]:
+        for row in ordered.toLocalIterator(prefetchPartitions=True):
+            yield bytes(row["raw"]), Position(row["arrival_ms"], row["sequence"],
+                                              row["address"] or "")
+
+    stop = threading.Event()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        print(f"\nfiltex-spark: {signal.Signals(signum).name}: finishing what is in flight",
+              file=sys.stderr)
+        stop.set()
+
+    bar = None
+    try:
+        for sig in previous:
+            signal.signal(sig, on_signal)
+        bar = _progress(ordered)
+        replayer = Replayer(args.to, source(), window=args.window, retries=args.retries,
+                            checkpoint=checkpoint, sent_before=sent_before,
+                            on_accepted=bar.update if bar is not None else None, stop=stop,
+                            drain_timeout=args.drain_timeout)
+        result = replayer.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        if bar is not None:
+            bar.close()
+    print(f"replayed {result.accepted} message{'s' if result.accepted != 1 else ''} to "
+          f"{args.to} ({result.rejected} rejected, {result.resent} sent again, "
+          f"{result.reconnects} reconnects){' - stopped' if result.stopped else ''}", file=out)
+    if result.error is not None:
+        print(f"filtex-spark: {result.error}", file=sys.stderr)
+        return EXIT_FAILED
+    if result.rejected:
+        print(f"filtex-spark: the peer rejected {result.rejected} message(s)", file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _progress(ordered: DataFrame) -> Any:
+    """A progress bar on stderr when it is a terminal (counting the matches first)."""
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=ordered.count(), unit="msg", desc="replay", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
+         stdout: TextIO | None = None) -> int:
+    """Run ``filtex-spark``; returns the exit status."""
+    args = _parser().parse_args(argv)
+    out = stdout if stdout is not None else sys.stdout
+    try:
+        try:
+            filter_set = _filter_set(args, stdin if stdin is not None else sys.stdin)
+        except FilterError as exc:
+            print(f"filtex-spark: invalid filter: {exc.render()}", file=sys.stderr)
+            return EXIT_FAILED
+        if args.command == "explain":
+            print(plan(filter_set, path=args.path), file=out)
+            return EXIT_OK
+        try:
+            planned = plan(filter_set, path=args.path)
+        except ValueError as exc:  # --path column with a filter that does not translate
+            raise _UsageError(str(exc)) from None
+        if getattr(args, "explain", False):
+            print(planned, file=sys.stderr)
+        if args.command == "select":
+            return _select(args, planned, out)
+        return _replay(args, filter_set, planned, out)
+    except _UsageError as exc:
+        print(f"filtex-spark: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # spark-submit runs this file
+    sys.exit(main())

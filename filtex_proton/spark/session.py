@@ -1,0 +1,101 @@
+"""Spark sessions and archive DataFrames.
+
+Every PySpark entry point of the project goes through :func:`spark_session`,
+which points Spark's Python workers at this very interpreter: the UDF path
+imports filtex_proton in the workers, and a worker started from another
+Python (the system one, say) would not have it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from filtex_proton.spark.archive import ARCHIVE_SCHEMA, PARTITION_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import DataType, StructType
+
+__all__ = ["archive_spark_schema", "read_archive", "spark_session", "use_this_python"]
+
+
+def use_this_python(*, force: bool = True) -> None:
+    """Make Spark's Python workers (and the driver) run ``sys.executable``.
+
+    ``force=False`` keeps values the user set (a cluster whose workers have
+    their own interpreter path).
+    """
+    for name in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON"):
+        if force or not os.environ.get(name):
+            os.environ[name] = sys.executable
+
+
+def spark_session(master: str | None = None, *, app_name: str = "filtex-spark",
+                  config: Mapping[str, str] | None = None) -> SparkSession:
+    """A SparkSession for archives: ``master`` as given, else what spark-submit set, else
+    ``local[*]``. Local masters always use this interpreter for the workers."""
+    from pyspark import SparkConf
+    from pyspark.sql import SparkSession
+
+    submitted = SparkConf().get("spark.master")
+    chosen = master or submitted or "local[*]"
+    use_this_python(force=chosen.startswith("local"))
+    builder = SparkSession.builder.appName(app_name)
+    if master or not submitted:
+        builder = builder.master(chosen)
+    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false"}
+    settings.update(config or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def _spark_type(arrow_type: pa.DataType) -> DataType:
+    from pyspark.sql import types as T  # noqa: N812
+
+    if pa.types.is_boolean(arrow_type):
+        return T.BooleanType()
+    if pa.types.is_int16(arrow_type):
+        return T.ShortType()
+    if pa.types.is_int64(arrow_type):
+        return T.LongType()
+    if pa.types.is_float64(arrow_type):
+        return T.DoubleType()
+    if pa.types.is_string(arrow_type):
+        return T.StringType()
+    if pa.types.is_binary(arrow_type):
+        return T.BinaryType()
+    if pa.types.is_decimal(arrow_type):
+        return T.DecimalType(arrow_type.precision, arrow_type.scale)
+    if pa.types.is_map(arrow_type):
+        return T.MapType(_spark_type(arrow_type.key_type), _spark_type(arrow_type.item_type), True)
+    if pa.types.is_struct(arrow_type):
+        return T.StructType([T.StructField(f.name, _spark_type(f.type), True)
+                             for f in arrow_type])
+    raise TypeError(f"no Spark type for {arrow_type}")
+
+
+def archive_spark_schema() -> StructType:
+    """The archive's columns as Spark reads them, the partition columns last."""
+    from pyspark.sql import types as T  # noqa: N812
+
+    fields = [T.StructField(f.name, _spark_type(f.type), f.nullable) for f in ARCHIVE_SCHEMA]
+    fields += [T.StructField(name, T.BooleanType() if name == "regular" else T.StringType(), True)
+               for name in PARTITION_COLUMNS]
+    return T.StructType(fields)
+
+
+def read_archive(spark: SparkSession, directory: str | os.PathLike[str]) -> DataFrame:
+    """An archive directory as a DataFrame (``address``, ``date`` and ``regular`` from the
+    directory names).
+
+    The schema is given, not inferred: an address such as ``123`` stays a string.
+    """
+    path = os.fspath(directory)
+    return (spark.read.schema(archive_spark_schema()).option("basePath", path)
+            .option("recursiveFileLookup", "false").parquet(path))
