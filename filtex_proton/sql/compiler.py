@@ -240,29 +240,9 @@ class _Compiler:
         constant_type = type(constant)
         ordering = op not in ("=", "<>", "!=")
         if constant_type in _TEXT_TYPES and (not ordering or Kind.STRING in self.dialect.ordered):
-            text = str(constant)
-
-            def compare_text(view: MessageView) -> bool | None:
-                value = operand(view)
-                if type(value) in _TEXT_TYPES:
-                    return py_op(value, text)
-                if value is None:
-                    return None
-                return general(op, value, constant)
-
-            return compare_text
+            return _typed_compare(op, operand, constant, _TEXT_TYPES, str(constant), general)
         if constant_type in _INT_TYPES and constant_type is not timestamp:
-            number = int(constant)
-
-            def compare_int(view: MessageView) -> bool | None:
-                value = operand(view)
-                if type(value) in _INT_TYPES:
-                    return py_op(value, number)
-                if value is None:
-                    return None
-                return general(op, value, constant)
-
-            return compare_int
+            return _typed_compare(op, operand, constant, _INT_TYPES, int(constant), general)
         if constant_type is float:
 
             def compare_float(view: MessageView) -> bool | None:
@@ -414,6 +394,25 @@ class _Compiler:
             return None if any(v is None for v in evaluated) else apply(*evaluated)
 
         return call_n
+
+
+def _typed_compare(
+    op: str, operand: Evaluator, constant: Any, fast_types: frozenset[type], fast_constant: Any,
+    general: Callable[[str, Any, Any], bool | None],
+) -> Evaluator:
+    """``value <op> constant`` with the usual value types compared inline by Python
+    (exact for strings and integers) and everything else by the dialect's rules."""
+    py_op = _PY_OPS[op]
+
+    def compare(view: MessageView) -> bool | None:
+        value = operand(view)
+        if type(value) in fast_types:
+            return py_op(value, fast_constant)
+        if value is None:
+            return None
+        return general(op, value, constant)
+
+    return compare
 
 
 def _junction(parts: tuple[Evaluator, ...], *, decisive: bool) -> Evaluator:
