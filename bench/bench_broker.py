@@ -261,11 +261,11 @@ def build_loadgen() -> Path:
     return cache
 
 
-def start_broker(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
+def start_broker(workdir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
     ready = workdir / "ready"
     broker = subprocess.Popen(
         [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
-         "--log-level", "WARNING"],
+         "--log-level", "WARNING", *extra],
         cwd=REPO,
     )
     deadline = time.monotonic() + 30
@@ -315,35 +315,67 @@ def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue
     return count / (max(lasts) - float(sent["first"]))
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a process so far (Linux ``/proc``): less disturbed by
+    other load on a shared machine than the delivered rate is."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3, help="runs per scenario (median reported)")
     parser.add_argument("--profile", type=Path, help="record py-spy flame graphs here")
+    parser.add_argument("--durable", type=Path, metavar="DIR",
+                        help="run the broker with --data-dir DIR (a fresh directory on the disk "
+                        "to measure): every accepted message is fsync'ed first")
+    parser.add_argument("--archive", type=Path, metavar="DIR",
+                        help="run the broker with --archive DIR: every accepted message is "
+                        "also archived as Parquet (docs/ARCHIVE.md)")
+    parser.add_argument("--archive-pending", type=int, default=4 * 2**20, metavar="BYTES",
+                        help="with --archive: the broker's --archive-max-pending-bytes (small, "
+                        "so that the rate measured is what the archive sustains; default 4 MiB)")
+    parser.add_argument("--metrics", action="store_true",
+                        help="run the broker with --metrics 127.0.0.1:0 (Prometheus counters, "
+                        "sampled evaluation latency) to measure what they cost")
     args = parser.parse_args()
     loadgen = build_loadgen()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        broker, port = start_broker(Path(tmp))
+        extra: tuple[str, ...] = (
+            ("--data-dir", str(args.durable)) if args.durable is not None else ())
+        if args.archive is not None:
+            extra += ("--archive", str(args.archive), "--archive-max-pending-bytes",
+                      str(args.archive_pending))
+        if args.metrics:
+            extra += ("--metrics", "127.0.0.1:0")
+        broker, port = start_broker(Path(tmp), *extra)
         try:
             results: dict[str, list[float]] = {s.name: [] for s in SCENARIOS}
+            cpu: dict[str, list[float]] = {s.name: [] for s in SCENARIOS}
             for run in range(args.runs):
                 for scenario in SCENARIOS:
                     queue = f"bench-{run}-{scenario.name.replace(' ', '-')}"
                     profile = args.profile if run == 0 else None
+                    before = cpu_seconds(broker.pid)
                     rate = run_scenario(loadgen, port, scenario, args.messages, queue, profile,
                                         broker.pid)
+                    cpu[scenario.name].append(
+                        (cpu_seconds(broker.pid) - before) / args.messages * 1e6)
                     results[scenario.name].append(rate)
                     print(f"  run {run + 1} {scenario.name:12s} {rate:9.0f} msg/s", flush=True)
         finally:
             broker.send_signal(signal.SIGTERM)
             broker.wait(timeout=30)
     baseline = statistics.median(results["unfiltered"])
-    print(f"\n{'scenario':14s} {'msg/s (median)':>15s} {'vs unfiltered':>14s}")
+    print(f"\n{'scenario':14s} {'msg/s (median)':>15s} {'vs unfiltered':>14s} "
+          f"{'broker CPU us/msg':>18s}")
     for name, rates in results.items():
         rate = statistics.median(rates)
-        print(f"{name:14s} {rate:15.0f} {rate / baseline:13.2f}x")
+        print(f"{name:14s} {rate:15.0f} {rate / baseline:13.2f}x "
+              f"{statistics.median(cpu[name]):18.2f}")
     print(f"\n{args.messages} messages per scenario, {args.runs} runs, "
           f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}")
     return 0

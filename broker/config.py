@@ -9,6 +9,7 @@ exposed under their own names in all three sources.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -25,8 +26,12 @@ ENV_PREFIX: Final = "FILTEX_"
 
 EXAMPLE: Final = """\
 example:
-  filtex-broker --listen 127.0.0.1:5672 --listen 0.0.0.0:5673 \\
+  filtex-broker --listen 127.0.0.1:5672 --listen 0.0.0.0:5673 --allow-anonymous \\
       --max-queue-messages 50000 --max-sql-length 4096 --disable amqp:sql-filter
+
+  # TLS, SASL PLAIN/EXTERNAL and per-user permissions (see filtex-broker-users --help)
+  filtex-broker --listen-tls 0.0.0.0:5671 --tls-cert server.pem --tls-key server.key \\
+      --users users.toml
 
   # every flag also reads FILTEX_<NAME> from the environment, e.g.
   FILTEX_LISTEN=127.0.0.1:0 FILTEX_READY_FILE=/tmp/ready filtex-broker
@@ -54,6 +59,8 @@ class BrokerConfig:
     """Addresses to accept AMQP connections on; port 0 picks a free port."""
     ready_file: Path | None = None
     """Written (atomically) with one ``host:port`` line per listener once all are bound."""
+    data_dir: Path | None = None
+    """The durable store's directory (``--data-dir``); None: messages are in memory only."""
     container_id: str = "filtex-broker"
     """The container-id sent in the open frame."""
     log_level: str = "INFO"
@@ -81,6 +88,39 @@ class BrokerConfig:
     """Push JMS selectors upstream: auto (if it offers APACHE.ORG:SELECTOR), always, never."""
     upstream_held: int = 1000
     """Relay mode: non-matching queue messages held (unsettled) per consumer link."""
+    archive: str = ""
+    """Directory of the Parquet message archive ('' = no archive); see docs/ARCHIVE.md."""
+    archive_nodes: tuple[str, ...] = ()
+    """Glob patterns of the addresses archived; empty: every node (with ``archive``)."""
+    archive_max_pending_bytes: int = 64 * 1024 * 1024
+    """Bytes queued for the archive writer before producers to archived nodes stall."""
+    upstream_ca: str = ""
+    """Relay mode, amqps://: PEM file of the CAs trusted for the upstream's certificate."""
+    upstream_cert: str = ""
+    """Relay mode, amqps://: PEM client certificate presented to the upstream (with the key)."""
+    upstream_key: str = ""
+    upstream_verify_hostname: bool = True
+    """Relay mode, amqps://: the upstream's certificate must name the URL's host."""
+    max_evaluation_errors_per_second: float = 0.0
+    """Spec §7.2: filter evaluation errors a producing connection's messages may cause (0: off)."""
+    evaluation_error_action: str = "log"
+    """What happens above that rate: ``log`` (once per interval) or ``close`` the connection."""
+    evaluation_error_interval: float = 10.0
+    """Seconds per counting window, and between two log lines about one connection."""
+    metrics: str = ""
+    """``HOST:PORT`` to serve Prometheus metrics on ('' = off)."""
+    listen_tls: str = ""
+    """TLS listeners, ``HOST:PORT[,HOST:PORT...]`` (docs/BROKER.md "Security")."""
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
+    tls_verify_client: str = "none"
+    users: str = ""
+    """The users file: hashed passwords, certificate subjects, address grants."""
+    allow_anonymous: bool | None = None
+    """None: only if every listener is loopback and there is no users file."""
+    allow_plain_without_tls: bool = False
+    auth_timeout: float = 10.0
 
 
 # name -> (type converter, help) for the scalar broker settings; the flags,
@@ -99,6 +139,31 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "upstream_password": (str, "relay mode: SASL PLAIN password for the upstream"),
     "upstream_selector": (str, "relay mode: push JMS selectors upstream: auto, always, never"),
     "upstream_held": (int, "relay mode: non-matching messages held per queue consumer"),
+    "archive": (str, "archive every message a node accepts, as Parquet, in this directory"),
+    "archive_max_pending_bytes": (int, "bytes queued for the archive writer before producers "
+                                  "stall"),
+    "upstream_ca": (str, "relay mode, amqps://: PEM file of CAs trusted for the upstream"),
+    "upstream_cert": (str, "relay mode, amqps://: PEM client certificate for the upstream"),
+    "upstream_key": (str, "relay mode, amqps://: PEM private key of --upstream-cert"),
+    "upstream_verify_hostname": (bool, "relay mode, amqps://: check the upstream's "
+                                 "certificate names its host"),
+    "max_evaluation_errors_per_second": (
+        float, "filter evaluation errors a producing connection may cause per second (0: off)"),
+    "evaluation_error_action": (str, "above that rate: log, or close the connection"),
+    "evaluation_error_interval": (float, "seconds per evaluation error window and log line"),
+    "metrics": (str, "serve Prometheus metrics on HOST:PORT ('' = off)"),
+    "listen_tls": (str, "TLS listeners: HOST:PORT[,HOST:PORT...] (needs --tls-cert/--tls-key)"),
+    "tls_cert": (str, "PEM server certificate (chain) for the TLS listeners"),
+    "tls_key": (str, "PEM private key of --tls-cert"),
+    "tls_ca": (str, "PEM CAs that client certificates are verified against"),
+    "tls_verify_client": (str, "client certificates: none, optional or required"),
+    "users": (str, "users file (TOML; see filtex-broker-users --help): enables SASL PLAIN, "
+              "EXTERNAL and per-user address permissions"),
+    "allow_anonymous": (bool, "allow SASL ANONYMOUS (None: only when every listener is "
+                        "loopback and no users file is given)"),
+    "allow_plain_without_tls": (bool, "offer PLAIN on plaintext connections from non-loopback "
+                                "peers (passwords in clear text)"),
+    "auth_timeout": (float, "seconds a new connection has to finish TLS and SASL"),
 }
 
 
@@ -121,12 +186,18 @@ def _convert(name: str, kind: type, value: Any, where: str) -> Any:
     try:
         if kind is int and isinstance(value, float):
             raise ValueError
+        if kind is bool and not isinstance(value, bool):
+            value = _BOOLEANS[str(value).strip().lower()]  # bool("false") would be True
         converted = kind(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, KeyError):
         raise ConfigError(f"{where}: {name} must be {kind.__name__}, not {value!r}") from None
     if kind in (int, float) and converted < 0:
         raise ConfigError(f"{where}: {name} must not be negative")
     return converted
+
+
+_BOOLEANS: Final = {"true": True, "yes": True, "on": True, "1": True,
+                    "false": False, "no": False, "off": False, "0": False}
 
 
 def _limit_kind(name: str) -> type:
@@ -158,8 +229,12 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             settings["listen"] = tuple(parse_listen(str(v)) for v in items)
         elif key == "ready_file":
             settings["ready_file"] = Path(str(value))
+        elif key == "data_dir":
+            settings["data_dir"] = Path(str(value)) if value else None
         elif key == "disabled":
             settings["disabled"] = tuple(str(v) for v in value)
+        elif key == "archive_nodes":
+            settings["archive_nodes"] = tuple(str(v) for v in value)
         elif key in _SCALARS:
             settings[key] = _convert(key, _SCALARS[key][0], value, where)
         else:
@@ -179,8 +254,12 @@ def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         settings["listen"] = tuple(parse_listen(part) for part in _split(text))
     if (text := env.get(ENV_PREFIX + "READY_FILE")) is not None:
         settings["ready_file"] = Path(text) if text else None
+    if (text := env.get(ENV_PREFIX + "DATA_DIR")) is not None:
+        settings["data_dir"] = Path(text) if text else None
     if (text := env.get(ENV_PREFIX + "DISABLE")) is not None:
         settings["disabled"] = tuple(_split(text))
+    if (text := env.get(ENV_PREFIX + "ARCHIVE_NODES")) is not None:
+        settings["archive_nodes"] = tuple(_split(text))
     for name, (kind, _) in _SCALARS.items():
         var = ENV_PREFIX + name.upper()
         if (text := env.get(var)) is not None:
@@ -213,12 +292,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the bound HOST:PORT lines here once listening (for scripts and tests)",
     )
     parser.add_argument(
+        "--data-dir", metavar="DIR",
+        help="keep queues and durable subscriptions in fsync'ed logs in DIR, replayed on start "
+        "(default: in memory only)",
+    )
+    parser.add_argument(
         "--disable", action="append", metavar="TYPE",
         help="switch off a filter type (amqp:sql-filter) or family (AMQP_FILTEX_SQL_V1_0); "
         "repeatable",
     )
+    parser.add_argument(
+        "--archive-node", action="append", metavar="PATTERN", dest="archive_nodes",
+        help="with --archive: archive only addresses matching this glob (repeatable; "
+        "default: every node)",
+    )
     group = parser.add_argument_group("broker settings")
     for name, (kind, text) in _SCALARS.items():
+        if kind is bool:
+            group.add_argument("--" + name.replace("_", "-"), dest=name,
+                               action=argparse.BooleanOptionalAction, default=None,
+                               help=f"{text} (default {getattr(BrokerConfig(), name)!r})")
+            continue
         group.add_argument(
             "--" + name.replace("_", "-"), dest=name, metavar=kind.__name__.upper(),
             help=f"{text} (default {getattr(BrokerConfig(), name)!r})",
@@ -256,8 +350,12 @@ def load_config(
         settings["listen"] = tuple(parse_listen(text) for text in args.listen)
     if args.ready_file is not None:
         settings["ready_file"] = Path(args.ready_file)
+    if args.data_dir is not None:
+        settings["data_dir"] = Path(args.data_dir) if args.data_dir else None
     if args.disable:
         settings["disabled"] = tuple(args.disable)
+    if args.archive_nodes:
+        settings["archive_nodes"] = tuple(args.archive_nodes)
     for name, (kind, _) in _SCALARS.items():
         value = getattr(args, name)
         if value is not None:
@@ -278,7 +376,8 @@ def load_config(
 def _validate(config: BrokerConfig) -> None:
     if not config.listen:
         raise ConfigError("at least one --listen address is needed")
-    for name in ("credit_window", "max_queue_messages", "max_queue_bytes"):
+    for name in ("credit_window", "max_queue_messages", "max_queue_bytes",
+                 "archive_max_pending_bytes"):
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be at least 1")
     if config.upstream_selector not in ("auto", "always", "never"):
@@ -286,8 +385,46 @@ def _validate(config: BrokerConfig) -> None:
                           "or never")
     if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
         raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
+    _validate_upstream_tls(config)
+    if config.evaluation_error_action not in ("log", "close"):
+        raise ConfigError(f"evaluation_error_action {config.evaluation_error_action!r} is not "
+                          "log or close")
+    if config.evaluation_error_interval <= 0:
+        raise ConfigError("evaluation_error_interval must be positive")
+    if config.metrics:
+        parse_listen(config.metrics)
+        if importlib.util.find_spec("prometheus_client") is None:
+            raise ConfigError("metrics need prometheus-client: "
+                              "pip install 'filtex-proton[metrics]'")
+    if config.archive_nodes and not config.archive:
+        raise ConfigError("archive_nodes needs archive (the directory to archive to)")
+    if config.data_dir is not None and config.upstream:
+        raise ConfigError("data_dir: a relay (upstream) holds no nodes to store; use --data-dir "
+                          "on the upstream broker")
+    if config.archive and config.upstream:
+        raise ConfigError("archive: a relay (upstream) holds no nodes to archive; archive on "
+                          "the upstream broker")
     if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"log_level {config.log_level!r} is not a logging level")
+    from broker.security import validate_security  # imports this module
+
+    validate_security(config)
+
+
+def _validate_upstream_tls(config: BrokerConfig) -> None:
+    """TLS files only make sense with amqps://, must be readable, and come as cert + key."""
+    files = {name: getattr(config, name) for name in ("upstream_ca", "upstream_cert",
+                                                      "upstream_key")}
+    given = [name for name, path in files.items() if path]
+    if given and not config.upstream.startswith("amqps://"):
+        raise ConfigError(f"{', '.join(given)} need an amqps:// upstream, not "
+                          f"{config.upstream or 'none'!r}")
+    if bool(config.upstream_cert) != bool(config.upstream_key):
+        raise ConfigError("upstream_cert and upstream_key go together (a client certificate "
+                          "needs its private key)")
+    for name in given:
+        if not (os.path.isfile(files[name]) and os.access(files[name], os.R_OK)):
+            raise ConfigError(f"{name} {files[name]!r} is not a readable file")
 
 
 def describe(config: BrokerConfig) -> str:

@@ -65,6 +65,7 @@ class Consumer:
         "node",
         "presettled",
         "queue",
+        "sent",
         "subscription",
         "unacked",
     )
@@ -104,6 +105,8 @@ class Consumer:
         self.subscription = subscription
         self.credit = 0
         self.cursor = 0
+        self.sent = 0
+        """Messages put on the wire (for the metrics)."""
         self.closed = False
         self.unacked: dict[Any, Entry] = {}
         """``pn_delivery_t *`` -> entry, in delivery order, for deliveries not yet settled."""
@@ -116,6 +119,7 @@ class Consumer:
         self._tags += 1
         delivery = send_bytes(self.impl, b"%x" % self._tags, entry.data)
         self.credit -= 1
+        self.sent += 1
         if self.presettled:
             lib.pn_delivery_settle(delivery)
             if not self.browse:
@@ -169,9 +173,9 @@ class Consumer:
         elif state == REJECTED:
             condition = wrap_delivery(delivery).remote.condition
             lib.pn_delivery_settle(delivery)
-            queue.remove(entry)
             reason = f"{condition.name}: {condition.description}" if condition else "rejected"
-            self.dead_letter(entry, reason)
+            self.dead_letter(entry, reason)  # first: with --data-dir, never only the removal
+            queue.remove(entry)
         else:  # settled without an outcome: the peer is done with it
             lib.pn_delivery_settle(delivery)
             queue.remove(entry)

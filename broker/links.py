@@ -11,11 +11,14 @@ transactions) use the same wire pattern with their own condition.
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final
 
 from proton import Condition, Link, Receiver, Sender, Terminus
 
+from broker.access import UNAUTHORIZED, GuardedRelayProducer, principal_of, refusal
+from broker.archiving import Archiver
 from broker.client import ClientConnection
 from broker.config import BrokerConfig
 from broker.consumer import Consumer
@@ -27,6 +30,9 @@ from broker.relay import RelayConsumer, RelayProducer, Upstream
 from broker.terminus import TerminusRequest, read_terminus
 from broker.topic import Subscription, Topic
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
+
+if TYPE_CHECKING:
+    from broker.metrics import BrokerMetrics
 
 __all__ = ["LinkManager"]
 
@@ -50,7 +56,9 @@ def refuse(link: Link, condition: str, description: str) -> None:
     link.open()
     link.condition = Condition(condition, description)
     link.close()
-    log.warning("refused link %r: %s: %s", link.name, condition, description)
+    log.warning("refused link %r: event=refusal reason=%s link=%r connection=%s detail=%r",
+                link.name, condition, link.name, getattr(link.connection, "_filtex_identity", "?"),
+                description)
 
 
 class LinkManager:
@@ -62,6 +70,16 @@ class LinkManager:
         self.plugin = plugin
         self.upstream: Upstream | None = Upstream(config, plugin) if config.upstream else None
         """Relay mode: nodes live on this upstream broker."""
+        self.archive: Archiver | None = None
+        """``--archive``: set by the broker once the archive is open."""
+        self.metrics: BrokerMetrics | None = None
+        """``--metrics``: set by the broker; told of consumers and stored messages."""
+        self.refusals: dict[str, int] = {}
+        """The broker's own refusals (not the plugin's filter refusals), by condition."""
+
+    def _refuse(self, link: Link, condition: str, description: str) -> None:
+        self.refusals[condition] = self.refusals.get(condition, 0) + 1
+        refuse(link, condition, description)
 
     def _make_message(self, data: bytes, origin: object) -> FilterMessage:
         return self.plugin.message(data, origin=origin)
@@ -71,6 +89,13 @@ class LinkManager:
     def attach(self, link: Link, client: ClientConnection) -> LinkState | None:
         """Answer the peer's attach; returns the link's state, or None if refused."""
         upstream = self.upstream
+        principal = principal_of(link)
+        if principal is not None:
+            why = refusal(link, principal, self.registry, client.container,
+                          relay=upstream is not None)
+            if why is not None:
+                self._refuse(link, UNAUTHORIZED, why)
+                return None
         if isinstance(link, Sender):
             if upstream is not None:
                 return upstream.attach_consumer(link, client)
@@ -89,7 +114,7 @@ class LinkManager:
             # Qpid JMS looks up (and unsubscribes) a durable subscription by link name alone.
             subscription = registry.durable.get((client.container, link.name))
             if subscription is None:
-                refuse(link, NOT_FOUND, f"no source address, and no durable subscription "
+                self._refuse(link, NOT_FOUND, f"no source address, and no durable subscription "
                        f"named {link.name!r} for container {client.container!r}")
                 return None
         elif not request.dynamic:
@@ -100,7 +125,7 @@ class LinkManager:
                 durable_key = (client.container, link.name)
                 subscription = registry.durable.get(durable_key)
         if subscription is not None and subscription.consumer is not None:
-            refuse(link, RESOURCE_LOCKED,
+            self._refuse(link, RESOURCE_LOCKED,
                    f"durable subscription {link.name!r} already has a consumer")
             return None
         if subscription is not None and request.address not in (None, subscription.topic.name):
@@ -155,6 +180,8 @@ class LinkManager:
             node.dynamic_owner = consumer
         queue.add_consumer(consumer)
         client.consumers.append(consumer)
+        if self.metrics is not None:
+            self.metrics.consumer_attached(consumer, active_filter)
         log.info(
             "connection %d: %s %r attached to %s %r%s%s%s",
             client.origin, "browser" if browse else "consumer", link.name, node.kind,
@@ -188,7 +215,7 @@ class LinkManager:
     def _attach_producer(self, link: Receiver, client: ClientConnection) -> Producer | None:
         request = read_terminus(link.remote_target)
         if request.coordinator:
-            refuse(link, NOT_IMPLEMENTED, "transactions are not supported by this broker")
+            self._refuse(link, NOT_IMPLEMENTED, "transactions are not supported by this broker")
             return None
         node: Node | None
         if request.dynamic:
@@ -207,13 +234,19 @@ class LinkManager:
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.max_message_size = self.config.max_message_size
         link.open()
-        producer = Producer(
+        principal = principal_of(link)
+        make: Any = Producer
+        if node is None and principal is not None and principal.grants is not None:
+            make = functools.partial(GuardedRelayProducer, principal=principal)  # per message
+        producer: Producer = make(
             link, node, origin=client.origin, registry=self.registry,
             make_message=self._make_message, window=self.config.credit_window,
-            max_size=self.config.max_message_size,
+            max_size=self.config.max_message_size, archive=self.archive,
         )
         if node is not None and request.dynamic:
             node.dynamic_owner = producer
+        if self.metrics is not None:
+            producer.counted = self.metrics.message_in
         producer.top_up()
         client.producers.append(producer)
         log.info("connection %d: producer %r attached to %s", client.origin, link.name,
@@ -232,6 +265,9 @@ class LinkManager:
                 return
             returned = state.detach()
             subscription = state.subscription
+            if self.metrics is not None:
+                self.metrics.consumer_detached(state, filter_kept=subscription is not None
+                                               and subscription.durable and not closed)
             if subscription is not None:
                 if subscription.consumer is state:
                     subscription.consumer = None

@@ -14,12 +14,14 @@ address in its ``properties.to``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, Final
 
 from proton import Condition, Receiver
 
+from broker.archiving import Archiver
 from broker.engine import ACCEPTED, REJECTED, RELEASED, ffi, lib, wrap_delivery
 from broker.node import Node
 from broker.registry import Registry
@@ -34,6 +36,7 @@ log = logging.getLogger("filtex.broker")
 DECODE_ERROR: Final = "amqp:decode-error"
 NOT_FOUND: Final = "amqp:not-found"
 SIZE_EXCEEDED: Final = "amqp:link:message-size-exceeded"
+INTERNAL_ERROR: Final = "amqp:internal-error"
 
 MessageFactory = Callable[[bytes, object], FilterMessage]
 
@@ -63,7 +66,9 @@ class Producer:
         "_oversize",
         "_partial",
         "_size",
+        "archive",
         "closed",
+        "counted",
         "credit",
         "impl",
         "link",
@@ -86,6 +91,7 @@ class Producer:
         make_message: MessageFactory,
         window: int,
         max_size: int,
+        archive: Archiver | None = None,
     ) -> None:
         self.link = link
         self.impl: Any = link._impl
@@ -105,6 +111,10 @@ class Producer:
         self._oversize = False
         self._size = 0
         self._buffer: Any = None
+        self.archive = archive
+        """Where accepted messages are also archived (``--archive``), if anywhere."""
+        self.counted: Callable[[Node], None] | None = None
+        """Told the node of every stored message (``--metrics``)."""
 
     # -- credit ------------------------------------------------------------------------
 
@@ -113,6 +123,11 @@ class Producer:
         node = self.node
         if node is not None and not node.has_room():
             node.stall(self)
+            return
+        archive = self.archive
+        if archive is not None and not archive.has_room() and (
+                node is None or archive.wants(node.name)):
+            archive.stall(self)  # the archive writer is behind: wait for it, lose nothing
             return
         impl = self.impl
         credit = lib.pn_link_credit(impl)
@@ -201,9 +216,36 @@ class Producer:
                 self._settle(delivery, RELEASED)  # try again later
                 return
         node.publish(message)
+        if self.counted is not None:
+            self.counted(node)
+        if self.archive is not None and self.archive.wants(node.name):
+            self.archive.offer(node.name, data)
         if not lib.pn_delivery_settled(delivery):
+            store = self.registry.store
+            if store is not None and store.pending():  # accepted once it is on disk
+                lib.pn_incref(delivery)  # kept alive until the store answers
+                store.after_commit(functools.partial(self._committed, delivery))
+                return
             lib.pn_delivery_update(delivery, ACCEPTED)
         lib.pn_delivery_settle(delivery)
+
+    def _committed(self, delivery: Any, written: bool) -> None:
+        """The durable store has written the message (or failed to): answer the producer.
+
+        ``delivery`` is a ``pn_delivery_t *`` we hold a reference on. If the link
+        is gone meanwhile, the peer never saw ``accepted`` and resends.
+        """
+        try:
+            if self.closed or lib.pn_delivery_settled(delivery):
+                return
+            if written:
+                lib.pn_delivery_update(delivery, ACCEPTED)
+                lib.pn_delivery_settle(delivery)
+            else:
+                self._settle(delivery, REJECTED, INTERNAL_ERROR,
+                             "the message could not be written to the durable store")
+        finally:
+            lib.pn_decref(delivery)
 
     @staticmethod
     def _settle(delivery: Any, outcome: int, condition: str | None = None, text: str = "") -> None:
@@ -226,6 +268,8 @@ class Producer:
         self._partial = None
         if self.node is not None:
             self.node.unstall(self)
+        if self.archive is not None:
+            self.archive.unstall(self)
 
     def __repr__(self) -> str:
         target = self.node.name if self.node is not None else "(anonymous relay)"

@@ -24,6 +24,7 @@ from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
     from broker.consumer import Consumer
+    from broker.store import Journal
 
 __all__ = ["Queue"]
 
@@ -52,6 +53,8 @@ class Queue(Node):
         self._again = False
         self._owner: Node = owner if owner is not None else self
         """Whose stalled producers to wake when room appears (a topic, for a subscription)."""
+        self.journal: Journal | None = None
+        """The node's log in the durable store (``--data-dir``), if it has one."""
 
     # -- storage ---------------------------------------------------------------
 
@@ -62,6 +65,8 @@ class Queue(Node):
         """Append an entry and offer it to consumers."""
         entry.pos = len(self._slots)
         self._slots.append(entry)
+        if self.journal is not None:
+            self.journal.enqueue(entry)
         self.count += 1
         self.ready += 1
         self.bytes += entry.size
@@ -83,6 +88,8 @@ class Queue(Node):
         if pos < 0:
             return
         self._slots[pos] = None
+        if self.journal is not None:
+            self.journal.ack(entry)
         entry.pos = -1
         entry.owner = None
         self.count -= 1
@@ -105,6 +112,8 @@ class Queue(Node):
     def resize(self, entry: Entry, data: bytes, message: FilterMessage) -> None:
         """Replace an entry's bytes (a rewritten header), keeping the byte count right."""
         self.bytes += len(data) - entry.size
+        if self.journal is not None:
+            self.journal.replace(entry, data)
         entry.data = data
         entry.message = message
         entry.size = len(data)
@@ -130,6 +139,8 @@ class Queue(Node):
 
     def add_consumer(self, consumer: Consumer) -> None:
         consumer.cursor = 0
+        if self.journal is not None:
+            self.journal.attached(consumer)
         if consumer.browse:
             self.browsers.append(consumer)
         else:
@@ -141,6 +152,9 @@ class Queue(Node):
             group.remove(consumer)
 
     def destroy(self) -> None:
+        if self.journal is not None:
+            self.journal.drop()
+            self.journal = None
         self._slots = []
         self.count = self.ready = self.bytes = 0
 

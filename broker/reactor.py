@@ -67,6 +67,8 @@ class FastContainer(Container):
         self._selector: Any = io.base._selector
         self._out_size = 65536
         self._out: Any = ffi.new("char[]", self._out_size)
+        self.buffered: set[Any] = set()
+        """Selectables whose socket holds bytes ``select`` cannot see (decrypted TLS records)."""
 
     # -- registered links ---------------------------------------------------------
 
@@ -165,7 +167,11 @@ class FastContainer(Container):
     def _io_round(self) -> None:
         """Wait for sockets (or timers), then read and write (IOHandler.on_reactor_quiesced)."""
         self.timer_deadline  # noqa: B018 - drops cancelled timers, as the IO handler does
-        readable, writable, expired = self._selector.select(self.timeout)
+        buffered = [s for s in self.buffered if s.reading] if self.buffered else None
+        readable, writable, expired = self._selector.select(0 if buffered else self.timeout)
+        if buffered:
+            self.buffered.difference_update(buffered)
+            readable = list({*readable, *buffered})
         self.mark()
         for selectable in readable:
             transport = selectable.__dict__.get("_transport")

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 from broker.entry import Entry
 from broker.node import Node, NodeLimits
 from broker.queue import Queue
+from broker.store import queue_meta
 from broker.topic import Topic
 
 if TYPE_CHECKING:
+    from broker.store import Store
     from broker.topic import Subscription
 
 __all__ = ["Registry"]
@@ -36,24 +38,32 @@ class Registry:
         self.nodes: dict[str, Node] = {}
         self.durable: dict[tuple[str, str], Subscription] = {}
         """Durable topic subscriptions by (container-id, link name)."""
+        self.store: Store | None = None
+        """The durable store (``--data-dir``): new non-dynamic nodes log to it."""
         self._dynamic = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
 
     def lookup(self, address: str) -> Node | None:
         return self.nodes.get(address)
 
-    def node(self, address: str, *, topic: bool = False) -> Node:
+    def node(self, address: str, *, topic: bool = False, durable: bool = True) -> Node:
         """The node at ``address``, created (as a topic if asked, else a queue) on first use."""
         node = self.nodes.get(address)
         if node is None:
             node = Topic(address, self.limits) if topic else Queue(address, self.limits)
+            if durable and self.store is not None:  # a queue logs; a topic, its durable subs
+                if isinstance(node, Queue):
+                    node.journal = self.store.journal(queue_meta(address))
+                else:
+                    node.store = self.store
             self.nodes[address] = node
             log.info("created %s %r", node.kind, address)
         return node
 
     def dynamic_node(self, *, topic: bool = False) -> Node:
         """A node with a fresh address; the caller makes its link the ``dynamic_owner``."""
-        return self.node(f"dynamic/{self._prefix}/{next(self._dynamic)}", topic=topic)
+        return self.node(f"dynamic/{self._prefix}/{next(self._dynamic)}", topic=topic,
+                         durable=False)
 
     def delete(self, node: Node) -> None:
         if self.nodes.get(node.name) is node:

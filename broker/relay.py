@@ -20,15 +20,31 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   (source capability ``topic``) a subscriber's non-matches are simply accepted
   upstream (skipped): the subscription's copy is for this link alone. RabbitMQ's ``/topic/``
   and ``/exchange/`` addresses are treated as topics too.
-* A downstream **sender**'s messages are forwarded, as the bytes that arrived,
-  to an upstream sender on the same address; the downstream delivery is settled
+* A **browser** (distribution-mode ``copy``) reads through an upstream link
+  asking for ``copy``; its upstream deliveries are settled without an outcome.
+  A **dynamic** source is answered with the upstream's dynamic node (closed
+  with ``amqp:resource-deleted`` if the upstream connection goes, as the node
+  does). Browse and dynamic links get no upstream credit until the upstream's
+  attach grants what they asked; upstreams known not to do either
+  (:mod:`broker.upstream_brokers`: RabbitMQ echoes ``copy`` and consumes) are
+  refused with ``amqp:not-implemented``.
+* A downstream **sender**'s messages are forwarded, as the bytes that arrived
+  plus one message annotation naming the relay connection (for no-local on the
+  way back: :mod:`broker.relay_origin`), to an upstream sender on the same
+  address (an anonymous one, for a producer without a target address, if the
+  upstream offers ``ANONYMOUS-RELAY``); the downstream delivery is settled
   with the upstream's outcome. The downstream credit mirrors the upstream's.
+* **TLS**: an ``amqps://`` upstream is reached with ``--upstream-ca``,
+  ``--upstream-cert``/``--upstream-key`` and host name verification
+  (``--no-upstream-verify-hostname`` to switch it off).
 * **Pushdown**: when selectors are pushed (``upstream_selector`` ``always``, or
-  ``auto`` and the upstream's open offers ``APACHE.ORG:SELECTOR``), a JMS
-  selector filter of the downstream filter set is put, as it is, on the upstream
-  source; the whole filter set is still evaluated here (a filter set is the AND
-  of its entries, so this is exact whatever the upstream does). Nothing else is
-  translated.
+  ``auto`` and the upstream offers ``APACHE.ORG:SELECTOR`` or names a product
+  known to evaluate selectors: :mod:`broker.upstream_brokers`), the part of the
+  downstream filter set that a JMS selector expresses (:mod:`filtex_proton.pushdown`:
+  a client's own JMS selector as it is, plus the translatable SQL, property, group
+  and constant filters) is put on the upstream source; the whole filter set is
+  still evaluated here, and the selector is implied by it, so this is exact
+  whatever the upstream does.
 * **Reconnect**: when the upstream connection goes away the downstream links
   stay attached; the relay reconnects with exponential backoff (0.2 s to 5 s)
   and re-opens every upstream link. Deliveries in flight are redelivered by the
@@ -38,6 +54,7 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import deque
 from typing import TYPE_CHECKING, Any, Final
@@ -52,6 +69,8 @@ from proton import (
     Receiver,
     Sender,
     Session,
+    SSLDomain,
+    SSLException,
     Terminus,
     symbol,
 )
@@ -71,9 +90,12 @@ from broker.engine import (
 )
 from broker.producer import Producer
 from broker.registry import Registry
+from broker.relay_origin import OriginStamp
 from broker.terminus import read_terminus
+from broker.upstream_brokers import KnownBroker, decide_pushdown, identify
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
+from filtex_proton.pushdown import pushdown
 
 if TYPE_CHECKING:
     from proton import Event
@@ -84,13 +106,13 @@ __all__ = ["RelayConsumer", "RelayProducer", "Upstream", "selector_of"]
 
 log = logging.getLogger("filtex.broker.relay")
 
-SELECTOR_CAPABILITY: Final = "APACHE.ORG:SELECTOR"
 SELECTOR_DESCRIPTORS: Final = frozenset({
     "apache.org:selector-filter:string", "apache.org:jms-selector-filter:string",
 })
 SELECTOR_CODE: Final = 0x0000468C00000004
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
 PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
 """RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
 BACKOFF_MIN: Final = 0.2
@@ -147,6 +169,7 @@ class RelayConsumer:
     def __init__(
         self, link: Sender, upstream: Upstream, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
+        browse: bool = False, dynamic: bool = False,
     ) -> None:
         self.link = link
         self.impl: Any = link._impl
@@ -155,6 +178,14 @@ class RelayConsumer:
         self.address = address
         self.filter = link_filter
         self.topic = topic
+        self.browse = browse
+        """Distribution-mode copy: upstream deliveries are settled without an outcome."""
+        self.dynamic = dynamic
+        """The upstream names the node; the downstream attach is answered once it has."""
+        self.copies = topic or browse
+        """The link reads a copy of its own: non-matches are skipped, never held."""
+        self.confirmed = False
+        """The upstream granted what a browse or dynamic attach asked for: credit may go."""
         self.presettled = presettled
         self.selector = selector
         self.held_limit = held_limit
@@ -189,7 +220,13 @@ class RelayConsumer:
         session.open()
         self.up_session = session
         up = session.receiver(f"{self.name}@relay")
-        up.source.address = self.address
+        if self.dynamic:
+            up.source.dynamic = True
+        else:
+            up.source.address = self.address
+        if self.browse:
+            up.source.distribution_mode = Terminus.DIST_MODE_COPY
+        self.confirmed = not (self.browse or self.dynamic)  # else: see upstream_attached
         if self.topic:
             up.source.capabilities.put_object(symbol("topic"))
         if pushdown and self.selector is not None:
@@ -239,16 +276,20 @@ class RelayConsumer:
         else:
             data = chunk
         lib.pn_link_advance(self.up_impl)
-        message = self.upstream.plugin.message(data, origin=None)
+        message = self.upstream.message(data)
         if self.filter is None or self.filter.matches(message):
             self.pending.append((data, delivery))
             self._pump()
         else:
             self.skipped += 1
-            if self.topic or lib.pn_delivery_settled(delivery):
+            if self.copies or lib.pn_delivery_settled(delivery):
                 self._settle_up(delivery, ACCEPTED)
             elif not self.upstream.hand_off(self, delivery, data, message):
                 self.held[delivery] = data
+                if len(self.held) == self.held_limit:
+                    log.warning("relay consumer %r holds %d non-matching messages of %r "
+                                "(upstream_held): it takes no more until some go", self.name,
+                                self.held_limit, self.address)
             self._top_up()
 
     def on_upstream_flow(self) -> None:
@@ -280,20 +321,21 @@ class RelayConsumer:
             if value == delivery:
                 self.unacked[key] = None  # the outcome will be settled locally only
 
-    @staticmethod
-    def _settle_up(delivery: Any, outcome: int) -> None:
-        if not lib.pn_delivery_settled(delivery):
+    def _settle_up(self, delivery: Any, outcome: int) -> None:
+        # a browser's copies are settled without an outcome: nothing is consumed upstream
+        if not self.browse and not lib.pn_delivery_settled(delivery):
             lib.pn_delivery_update(delivery, outcome)
         lib.pn_delivery_settle(delivery)
 
     def _top_up(self) -> None:
         """Upstream credit: what downstream can take now, unless too much is held."""
         up = self.up_impl
-        if up is None or self.closed:
+        if up is None or self.closed or not self.confirmed:
             return
         want = self.credit - len(self.pending)
-        if len(self.held) >= self.held_limit:
-            want = 0
+        if not self.copies:
+            # credit cannot be taken back: never grant more than may still be held
+            want = min(want, self.held_limit - len(self.held))
         have = lib.pn_link_credit(up)
         if want > have:
             lib.pn_link_flow(up, want - have)
@@ -387,10 +429,36 @@ class RelayConsumer:
         """The upstream refused or closed our link: so does the downstream link."""
         self.detach()
         link = self.link
-        if link.state & Endpoint.LOCAL_ACTIVE:
-            link.condition = condition or Condition("amqp:internal-error",
-                                                    "the upstream closed the link")
+        condition = condition or Condition("amqp:internal-error", "the upstream closed the link")
+        if link.state & Endpoint.LOCAL_UNINIT:  # a dynamic attach not answered yet: refuse it
+            _refuse(link, condition.name, condition.description or "")
+        elif link.state & Endpoint.LOCAL_ACTIVE:
+            link.condition = condition
             link.close()
+
+    def upstream_attached(self, up: Link) -> None:
+        """The upstream answered our attach: check it granted what browse or dynamic asked."""
+        if self.up_impl is None or up._impl != self.up_impl or self.confirmed:
+            return
+        source = up.remote_source
+        if source.type == Terminus.UNSPECIFIED:
+            return  # refused: its detach follows (see Upstream._upstream_link_closed)
+        if self.browse and source.distribution_mode != Terminus.DIST_MODE_COPY:
+            self.upstream_closed(Condition(NOT_IMPLEMENTED, f"relay mode: the upstream does not "
+                                           f"browse {self.address!r} (no distribution-mode copy)"))
+            return
+        if self.dynamic:
+            if not source.address:
+                self.upstream_closed(Condition(NOT_IMPLEMENTED, "relay mode: the upstream "
+                                               "answered a dynamic source without an address"))
+                return
+            self.address = source.address
+            self.link.source.address = source.address
+            self.link.source.dynamic = True
+            self.link.open()
+            log.info("relay consumer %r: dynamic upstream node %r", self.name, self.address)
+        self.confirmed = True
+        self._top_up()
 
     def __repr__(self) -> str:
         return f"<RelayConsumer {self.name!r} on {self.address!r}>"
@@ -399,9 +467,10 @@ class RelayConsumer:
 class RelayProducer(Producer):
     """A downstream link the broker receives on, forwarded to an upstream sender."""
 
-    __slots__ = ("address", "inflight", "outbox", "up", "up_impl", "up_tags", "upstream")
+    __slots__ = ("address", "client_origin", "inflight", "outbox", "up", "up_impl", "up_tags",
+                 "upstream")
 
-    def __init__(self, link: Receiver, upstream: Upstream, address: str, *, origin: object,
+    def __init__(self, link: Receiver, upstream: Upstream, address: str | None, *, origin: int,
                  registry: Registry, window: int, max_size: int) -> None:
         super().__init__(link, None, origin=origin, registry=registry,
                          make_message=lambda data, origin: upstream.plugin.message(
@@ -409,6 +478,7 @@ class RelayProducer(Producer):
                          window=window, max_size=max_size)
         self.upstream = upstream
         self.address = address
+        self.client_origin = origin
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
@@ -419,7 +489,8 @@ class RelayProducer(Producer):
 
     def open_upstream(self, connection: Connection, session: Session, pushdown: bool) -> None:
         up = session.sender(f"{self.name}@relay")
-        up.target.address = self.address
+        if self.address is not None:  # else anonymous: each message goes to its own ``to``
+            up.target.address = self.address
         up.snd_settle_mode = Link.SND_UNSETTLED
         up.open()
         self.up = up
@@ -455,7 +526,8 @@ class RelayProducer(Producer):
         try:
             if not data:
                 raise DecodeError("no sections at all", 0)
-            message.view  # noqa: B018 - rejects what is not an AMQP message
+            # marked with this connection, so that its no-local consumers skip it on the way back
+            data = self.upstream.origins.stamp(message.view, self.client_origin)
         except DecodeError as exc:
             self._settle(delivery, REJECTED, "amqp:decode-error", f"not an AMQP message: {exc}")
             return
@@ -538,6 +610,12 @@ class Upstream(Handler):
         self.session: Session | None = None
         self.ready = False
         self.pushdown = False
+        self.product: KnownBroker | None = None
+        """The upstream broker, if its open frame names one we know."""
+        self.origins = OriginStamp()
+        """Marks forwarded messages with their connection, for no-local on the way back."""
+        self.offered: frozenset[str] = frozenset()
+        """The capabilities the upstream offered in its open frame."""
         self.links: dict[RelayLink, None] = {}
         self.sessions: dict[Any, Session] = {}
         """Sessions of detached links, waiting for the upstream's begin or end."""
@@ -563,6 +641,14 @@ class Upstream(Handler):
                           allowed_mechs="PLAIN", allow_insecure_mechs=True)
         else:
             kwargs.update(allowed_mechs="ANONYMOUS PLAIN")
+        if self.config.upstream.startswith("amqps://"):
+            try:
+                kwargs["ssl_domain"] = upstream_ssl_domain(self.config)
+            except SSLException as exc:  # e.g. a CA file that is not PEM: the operator fixes it
+                log.error("upstream TLS settings unusable (%s); retrying in %.1f s", exc,
+                          BACKOFF_MAX)
+                self.container.schedule(BACKOFF_MAX, self)
+                return
         log.info("connecting to upstream %s", self.config.upstream)
         self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
 
@@ -573,22 +659,28 @@ class Upstream(Handler):
         assert connection is not None
         offered = connection.remote_offered_capabilities or []
         names = {str(c) for c in (offered if isinstance(offered, list | tuple) else [offered])}
-        mode = self.config.upstream_selector
-        self.pushdown = mode == "always" or (mode == "auto" and SELECTOR_CAPABILITY in names)
-        log.info("upstream %s open (offers %s; selector pushdown %s)", self.config.upstream,
-                 sorted(names) or "nothing", "on" if self.pushdown else "off")
+        self.offered = frozenset(names)
+        decision = decide_pushdown(self.config.upstream_selector, names,
+                                   connection.remote_properties)
+        self.pushdown = decision.pushdown
+        self.product = identify(connection.remote_properties)
+        log.info("upstream %s open (offers %s; selector pushdown %s: %s)", self.config.upstream,
+                 sorted(names) or "nothing", "on" if self.pushdown else "off", decision.reason)
         self.session = connection.session()
         self.session.open()
         self.ready = True
         self.backoff = BACKOFF_MIN
         for link in list(self.links):
-            link.open_upstream(connection, self.session, self.pushdown)
+            self._open(link)
 
     def on_link_remote_open(self, event: Event) -> None:
         link = event.link
         if link is not None:
             log.info("upstream link %r attached to %r", link.name,
                      (link.remote_source if link.is_receiver else link.remote_target).address)
+            owner = self._owner_of(link)
+            if isinstance(owner, RelayConsumer):
+                owner.upstream_attached(link)
 
     def on_link_remote_close(self, event: Event) -> None:
         self._upstream_link_closed(event)
@@ -648,6 +740,9 @@ class Upstream(Handler):
             if link.up is not None:
                 self.unregister(link.up)
             link.upstream_lost()
+            if isinstance(link, RelayConsumer) and link.dynamic:
+                link.upstream_closed(Condition("amqp:resource-deleted", "relay mode: the "
+                                               "upstream's dynamic node went with its connection"))
         if self.stopping or self.container is None:
             return
         delay = self.backoff
@@ -698,16 +793,44 @@ class Upstream(Handler):
 
     def track(self, relay_link: RelayLink) -> None:
         self.links[relay_link] = None
-        if self.ready and self.session is not None and self.connection is not None:
-            relay_link.open_upstream(self.connection, self.session, self.pushdown)
-            if isinstance(relay_link, RelayConsumer):
-                self.offer_held(relay_link)
+        if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
+            self.offer_held(relay_link)
+
+    def _open(self, relay_link: RelayLink) -> bool:
+        """Open the upstream side of a link, unless the upstream cannot serve it."""
+        if not self.ready or self.session is None or self.connection is None:
+            return False
+        if isinstance(relay_link, RelayConsumer):
+            reason = self.unsupported(browse=relay_link.browse, dynamic=relay_link.dynamic)
+        else:
+            reason = self.unsupported(anonymous=relay_link.address is None)
+        if reason is not None:
+            relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
+            return False
+        relay_link.open_upstream(self.connection, self.session, self.pushdown)
+        return True
+
+    def unsupported(self, *, browse: bool = False, dynamic: bool = False,
+                    anonymous: bool = False) -> str | None:
+        """Why the upstream cannot serve a link, as far as its open frame tells (None: try)."""
+        if not self.ready:
+            return None  # asked again once the upstream is open
+        product = self.product
+        if browse and product is not None and not product.browses:
+            return (f"relay mode: the upstream ({product.label}) does not browse: it would "
+                    "consume what a distribution-mode copy link reads")
+        if dynamic and product is not None and not product.dynamic_nodes:
+            return f"relay mode: the upstream ({product.label}) creates no dynamic nodes"
+        if anonymous and ANONYMOUS_RELAY not in self.offered:
+            return ("relay mode: the upstream does not offer ANONYMOUS-RELAY, which a producer "
+                    "without a target address needs")
+        return None
 
     def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
                  message: FilterMessage) -> bool:
         """Give a message one link does not match to another of our links on the queue."""
         for other in self.links:
-            if (isinstance(other, RelayConsumer) and other is not owner and not other.topic
+            if (isinstance(other, RelayConsumer) and other is not owner and not other.copies
                     and other.address == owner.address and other.wants(message)):
                 other.borrow(owner, delivery, data)
                 return True
@@ -715,17 +838,24 @@ class Upstream(Handler):
 
     def offer_held(self, newcomer: RelayConsumer) -> None:
         """A new consumer on a queue: take what our other links hold and it matches."""
-        if newcomer.topic:
+        if newcomer.copies:
             return
         for other in list(self.links):
             if (not isinstance(other, RelayConsumer) or other is newcomer
                     or other.address != newcomer.address or not other.held):
                 continue
             for delivery, data in list(other.held.items()):
-                if newcomer.wants(self.plugin.message(data, origin=None)):
+                if newcomer.wants(self.message(data)):
                     del other.held[delivery]
                     newcomer.borrow(other, delivery, data)
             other._top_up()
+
+    def message(self, data: bytes) -> FilterMessage:
+        """A message taken from the upstream, with the relay connection that published it."""
+        message = self.plugin.message(data)
+        with contextlib.suppress(DecodeError):  # not a message: it matches no filter anyway
+            message.origin = self.origins.origin(message.view)
+        return message
 
     def forget(self, relay_link: RelayLink) -> None:
         self.links.pop(relay_link, None)
@@ -734,16 +864,24 @@ class Upstream(Handler):
 
     def attach_consumer(self, link: Sender, client: ClientConnection) -> RelayConsumer | None:
         request = read_terminus(link.remote_source)
-        if request.address is None or request.dynamic:
+        if request.address is None and not request.dynamic:
             _refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
-                    "(dynamic nodes and durable subscription look-ups are not relayed)")
+                    "(durable subscription look-ups by link name are not relayed)")
+            return None
+        reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
+        if reason is not None:
+            _refuse(link, NOT_IMPLEMENTED, reason)
             return None
         link_filter = self.plugin.attach_sender(link)
         if link_filter is None:
             return None  # refused on the wire by the plugin, which logged why
-        selector = selector_of(link.remote_source.filter)
+        plan = pushdown(link_filter.filter_set)
+        selector = plan.selector or selector_of(link.remote_source.filter)
+        log.info("link %r: pushdown selector %r; kept local: %s", link.name, selector,
+                  "; ".join(plan.reasons) or "nothing")
         source = link.source
-        source.address = request.address
+        if request.address is not None:
+            source.address = request.address
         remote = link.remote_source
         source.durability = remote.durability
         source.expiry_policy = remote.expiry_policy
@@ -751,12 +889,16 @@ class Upstream(Handler):
         presettled = link.remote_snd_settle_mode == Link.SND_SETTLED
         link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
         link.rcv_settle_mode = link.remote_rcv_settle_mode
-        link.open()
+        if request.copy:
+            source.distribution_mode = Terminus.DIST_MODE_COPY
+        if not request.dynamic:  # a dynamic one is answered with the upstream's node
+            link.open()
+        address = request.address or ""
         consumer = RelayConsumer(
-            link, self, request.address, None if link_filter.is_trivial else link_filter,
-            topic=request.topic or request.address.startswith(PER_LINK_PREFIXES),
+            link, self, address, None if link_filter.is_trivial else link_filter,
+            topic=request.topic or address.startswith(PER_LINK_PREFIXES),
             presettled=presettled, selector=selector,
-            held_limit=self.config.upstream_held,
+            held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
         )
         client.consumers.append(consumer)
         self.track(consumer)
@@ -767,9 +909,13 @@ class Upstream(Handler):
     def attach_producer(self, link: Receiver, client: ClientConnection,
                         registry: Registry) -> RelayProducer | None:
         request = read_terminus(link.remote_target)
-        if request.coordinator or request.dynamic or request.address is None:
-            _refuse(link, NOT_IMPLEMENTED, "relay mode: a producer needs a target address "
-                    "(anonymous relay, dynamic nodes and transactions are not relayed)")
+        if request.coordinator or request.dynamic:
+            _refuse(link, NOT_IMPLEMENTED, "relay mode: dynamic targets and transactions are "
+                    "not relayed")
+            return None
+        reason = self.unsupported(anonymous=request.address is None)
+        if reason is not None:
+            _refuse(link, NOT_IMPLEMENTED, reason)
             return None
         link.target.copy(link.remote_target)
         link.source.copy(link.remote_source)
@@ -785,6 +931,19 @@ class Upstream(Handler):
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
                  request.address)
         return producer
+
+
+def upstream_ssl_domain(config: BrokerConfig) -> SSLDomain:
+    """The client TLS settings for an amqps:// upstream (without --upstream-ca: the
+    system's default trust store)."""
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    if config.upstream_ca:
+        domain.set_trusted_ca_db(config.upstream_ca)
+    if config.upstream_cert:
+        domain.set_credentials(config.upstream_cert, config.upstream_key, None)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME if config.upstream_verify_hostname
+                                   else SSLDomain.VERIFY_PEER)
+    return domain
 
 
 def _refuse(link: Link, condition: str, description: str) -> None:

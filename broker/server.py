@@ -14,24 +14,32 @@ import contextlib
 import logging
 import os
 import threading
+from collections.abc import Hashable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from proton import Condition, Connection, Endpoint, Handler, Link, symbol
 from proton.reactor import Container
 
+from broker.archiving import Archiver
 from broker.client import ClientConnection
 from broker.config import BrokerConfig
+from broker.error_rate import InducedErrors
+from broker.gate import SecureAcceptor
 from broker.handler import BrokerHandler, client_of
 from broker.links import LinkManager
 from broker.node import NodeLimits
 from broker.reactor import FastContainer, FastLink
 from broker.registry import Registry
+from broker.security import build_gate, tls_listeners
 from filtex_proton.plugin import FiltexPlugin
 
 if TYPE_CHECKING:
     from proton import Event
     from proton._reactor import Acceptor
+
+    from broker.metrics import BrokerMetrics
+    from broker.store import Store
 
 __all__ = ["Broker"]
 
@@ -39,6 +47,7 @@ log = logging.getLogger("filtex.broker")
 
 ANONYMOUS_RELAY: Final = symbol("ANONYMOUS-RELAY")
 FORCED: Final = "amqp:connection:forced"
+RESOURCE_LIMIT_EXCEEDED: Final = "amqp:resource-limit-exceeded"
 
 
 class _Waker:
@@ -111,13 +120,33 @@ class Broker:
             config.dead_letter_address,
         )
         self.links = LinkManager(config, self.registry, self.plugin)
+        self.induced_errors = InducedErrors(
+            max_per_second=config.max_evaluation_errors_per_second,
+            interval=config.evaluation_error_interval, action=config.evaluation_error_action,
+            close=self._close_for_errors)
+        """Spec §7.2: evaluation errors per producing connection, and the limit on them."""
+        self.plugin.on_evaluation_error = self.induced_errors
+        self.metrics: BrokerMetrics | None = None
+        """``--metrics``: the Prometheus registry and endpoint (served once listening)."""
+        if config.metrics:
+            from broker.metrics import BrokerMetrics  # prometheus-client: the 'metrics' extra
+
+            self.metrics = BrokerMetrics(self)
+            self.plugin.link_filter_class = self.metrics.link_filter_class
+            self.links.metrics = self.metrics
         self.clients: dict[int, ClientConnection] = {}
         self.addresses: list[tuple[str, int]] = []
         """The bound (host, port) of each listener, once :attr:`ready` is set."""
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.container: FastContainer | None = None
-        self._acceptors: list[Acceptor] = []
+        self.archive: Archiver | None = None
+        """``--archive``: opened by :meth:`run`, flushed and closed when it returns."""
+        self.store: Store | None = None
+        """``--data-dir``: the durable store, opened (and replayed) by :meth:`run`."""
+        self._acceptors: list[Acceptor | SecureAcceptor] = []
+        self.gate = build_gate(config)
+        """Secured listeners (TLS, SASL, users): None when nothing is secured."""
         self._waker = _Waker(self._wakeup)
         self._stop_requested = False
         self._stopping = False
@@ -130,6 +159,8 @@ class Broker:
         self.container = FastContainer(BrokerHandler(self))
         self.container.container_id = self.config.container_id
         try:
+            self._open_archive()
+            self._open_store()
             self.container.run()
         except BaseException as exc:
             self.error = exc
@@ -137,7 +168,35 @@ class Broker:
         finally:
             self.ready.set()  # never leave a waiter hanging
             self._remove_ready_file()
+            self._close_archive()
+            if self.store is not None:
+                self.store.close()
+            if self.metrics is not None:
+                self.metrics.stop()
             log.info("broker stopped")
+
+    def _open_archive(self) -> None:
+        if self.config.archive:
+            self.archive = Archiver(
+                Path(self.config.archive), self.config.archive_nodes,
+                max_pending_bytes=self.config.archive_max_pending_bytes, wake=self._waker.wake)
+            self.links.archive = self.archive
+            log.info("archiving %s to %s", ", ".join(self.config.archive_nodes) or "every node",
+                     self.config.archive)
+
+    def _open_store(self) -> None:
+        """Replay the data directory into the registry before anyone can connect."""
+        if self.config.data_dir is not None:
+            from broker.store_nodes import open_store
+
+            self.store = open_store(self.config.data_dir, self.registry, self.plugin,
+                                    self._waker.wake)
+
+    def _close_archive(self) -> None:
+        """After the reactor stopped: nothing is offered any more, everything is written."""
+        if self.archive is not None:
+            self.links.archive = None
+            self.archive.close()
 
     def start_in_thread(self, timeout: float = 30.0) -> threading.Thread:
         """Run in a daemon thread; returns once listening (raises if that failed)."""
@@ -161,6 +220,10 @@ class Broker:
         self._waker.wake()
 
     def _wakeup(self) -> None:
+        if self.store is not None:
+            self.store.complete()  # accept what the store has written
+        if self.archive is not None:
+            self.archive.resume_stalled()
         if self._stop_requested and not self._stopping:
             self.shutdown()
 
@@ -169,16 +232,26 @@ class Broker:
     def started(self, container: Container) -> None:
         """Bind the listeners and announce them (called from ``on_reactor_init``)."""
         container.selectable(self._waker)  # type: ignore[arg-type]  # duck-typed like EventInjector
-        for host, port in self.config.listen:
-            acceptor = container.acceptor(host, str(port))
+        listeners = [(address, False) for address in self.config.listen]
+        listeners += [(address, True) for address in tls_listeners(self.config)]
+        for (host, port), tls in listeners:
+            acceptor: Acceptor | SecureAcceptor
+            if self.gate is None:
+                acceptor = container.acceptor(host, str(port))
+            else:
+                assert isinstance(container, FastContainer)
+                acceptor = self.gate.listen(container, host, port, tls=tls)
             self._acceptors.append(acceptor)
             # Proton keeps the listening socket behind the acceptor's selectable.
             bound = acceptor._selectable.getsockname()
             self.addresses.append((str(bound[0]), int(bound[1])))
-            log.info("listening on %s:%d", bound[0], bound[1])
+            log.info("listening on %s:%d%s", bound[0], bound[1], " (TLS)" if tls else "")
         if self.links.upstream is not None:
             assert isinstance(container, FastContainer)
             self.links.upstream.start(container)
+        if self.metrics is not None:
+            metrics_at = self.metrics.serve(self.config.metrics)
+            log.info("serving Prometheus metrics on http://%s:%d/metrics", *metrics_at)
         self._write_ready_file()
         self.ready.set()
         if self._stop_requested:
@@ -225,6 +298,7 @@ class Broker:
             self.unregister(producer.link)
         self.links.connection_gone(client)
         self.clients.pop(client.origin, None)
+        self.induced_errors.forget(client.origin)
         client.connection = None
         log.info("connection %d closed", client.origin)
         if self._stopping and not self.clients:
@@ -236,10 +310,13 @@ class Broker:
             return
         self._stopping = True
         held = sum(node.depth() for node in self.registry.nodes.values())
-        log.info("shutting down: %d connection(s) open, %d message(s) held (in memory only: "
-                 "they are discarded)", len(self.clients), held)
+        log.info("shutting down: %d connection(s) open, %d message(s) held (%s)",
+                 len(self.clients), held, "durable ones kept in the data directory"
+                 if self.store is not None else "in memory only: they are discarded")
         for acceptor in self._acceptors:
             acceptor.close()
+        if self.gate is not None:
+            self.gate.shutdown()
         if self.links.upstream is not None:
             self.links.upstream.close()
         for client in list(self.clients.values()):
@@ -252,6 +329,17 @@ class Broker:
             self.container.schedule(self.config.shutdown_grace, _Deadline(self))
         if not self.clients:
             self.force_stop()
+
+    def _close_for_errors(self, origin: Hashable, description: str) -> None:
+        """Close a producing connection whose messages make filters fail (spec §7.2)."""
+        client = self.clients.get(origin) if isinstance(origin, int) else None
+        connection = client.connection if client is not None else None
+        if connection is None or not connection.state & Endpoint.LOCAL_ACTIVE:
+            return  # gone already (its messages outlive it)
+        connection.condition = Condition(RESOURCE_LIMIT_EXCEEDED, description)
+        connection.close()
+        log.warning("event=connection-closed reason=induced-errors connection=%s peer=%s",
+                    origin, client.label if client is not None else "?")
 
     def force_stop(self) -> None:
         if not self._stopped and self.container is not None:

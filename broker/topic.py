@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING, ClassVar
 from broker.entry import Entry
 from broker.node import Node, NodeLimits
 from broker.queue import Queue
+from broker.store import subscription_meta
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
 if TYPE_CHECKING:
     from broker.consumer import Consumer
+    from broker.store import Store
 
 __all__ = ["Subscription", "Topic"]
 
@@ -54,6 +56,8 @@ class Topic(Node):
     def __init__(self, name: str, limits: NodeLimits) -> None:
         super().__init__(name, limits)
         self.subscriptions: list[Subscription] = []
+        self.store: Store | None = None
+        """The durable store its durable subscriptions log to (``--data-dir``), if any."""
 
     def publish(self, message: FilterMessage) -> None:
         for subscription in self.subscriptions:
@@ -75,6 +79,9 @@ class Topic(Node):
     ) -> Subscription:
         """A new subscription; it sees messages published from now on."""
         subscription = Subscription(self, key, link_filter)
+        if key is not None and self.store is not None:  # durable: its own log
+            subscription.queue.journal = self.store.journal(
+                subscription_meta(self.name, key[0], key[1]))
         self.subscriptions.append(subscription)
         return subscription
 

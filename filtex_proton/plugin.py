@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
@@ -84,7 +84,7 @@ class LinkFilter:
     """
 
     __slots__ = ("_context", "_errors_logged", "_logged_at", "consumer", "filter_set",
-                 "is_trivial", "label", "log_interval", "logger")
+                 "is_trivial", "label", "log_interval", "logger", "on_error")
 
     def __init__(
         self,
@@ -94,8 +94,11 @@ class LinkFilter:
         label: str = "link",
         logger: logging.Logger | None = None,
         log_interval: float = 10.0,
+        on_error: Callable[[Hashable | None], None] | None = None,
     ) -> None:
         self.filter_set = filter_set
+        self.on_error = on_error
+        """Told the origin of each message whose evaluation caught an error (spec §7.2)."""
         self.consumer = consumer
         self.is_trivial = len(filter_set) == 0
         self.label = label
@@ -116,15 +119,23 @@ class LinkFilter:
             stats.evaluations += 1
             stats.nulls += 1
             stats.errors += 1
-            self._report_errors()
+            self._errors_from(message.origin)
             return False
         context = self._context
         context.origin = message.origin
+        stats = self.filter_set.stats
+        errors = stats.errors
         if self.filter_set.matches(view, context):
             return True
-        if self.filter_set.stats.errors != self._errors_logged:
-            self._report_errors()
+        if stats.errors != errors:
+            self._errors_from(message.origin)
         return False
+
+    def _errors_from(self, origin: Hashable | None) -> None:
+        """An evaluation caught an error: blame the message's sender, then log tersely."""
+        if self.on_error is not None:
+            self.on_error(origin)
+        self._report_errors()
 
     def _report_errors(self) -> None:
         now = time.monotonic()
@@ -133,8 +144,9 @@ class LinkFilter:
         errors = self.filter_set.stats.errors
         self.logger.warning(
             "%s: %d filter evaluation error(s) since the last report (%d in all); "
-            "those messages were not eligible for it", self.label,
-            errors - self._errors_logged, errors)
+            "those messages were not eligible for it; event=evaluation-errors errors=%d total=%d",
+            self.label, errors - self._errors_logged, errors, errors - self._errors_logged,
+            errors)
         self._errors_logged, self._logged_at = errors, now
 
 
@@ -192,6 +204,10 @@ class FiltexPlugin:
         self.logger = logger or logging.getLogger("filtex_proton")
         self.error_log_interval = error_log_interval
         self.stats = PluginStats()
+        self.on_evaluation_error: Callable[[Hashable | None], None] | None = None
+        """Given to every :class:`LinkFilter` as ``on_error`` (per-sender counts, spec §7.2)."""
+        self.link_filter_class: type[LinkFilter] = LinkFilter
+        """What :meth:`attach_sender` builds (a container may time a sample of evaluations)."""
         off = set(disabled)
         unknown = off - _KNOWN_NAMES
         if unknown:
@@ -279,8 +295,9 @@ class FiltexPlugin:
         if consumer is None:
             consumer = self.connection_identity(link.connection)
         label = f"link {link.name!r} from {link.remote_source.address!r}"
-        return LinkFilter(filter_set, consumer, label=label, logger=self.logger,
-                          log_interval=self.error_log_interval)
+        return self.link_filter_class(filter_set, consumer, label=label, logger=self.logger,
+                                      log_interval=self.error_log_interval,
+                                      on_error=self.on_evaluation_error)
 
     def refuse(self, link: Link, error: FilterError) -> None:
         """Refuse a link as Artemis, ActiveMQ and Qpid Broker-J do (spec §2.3)."""
@@ -290,7 +307,9 @@ class FiltexPlugin:
         if kind not in _REFUSAL_KINDS and kind not in ("limit", "filter set"):
             kind = "unknown filter type"
         self.stats.refusals[kind] = self.stats.refusals.get(kind, 0) + 1
-        self.logger.warning("refused link %r from %r: %s", link.name,
+        self.logger.warning("refused link %r: event=refusal reason=%s link=%r connection=%s "
+                            "address=%r detail=%r", link.name, kind.replace(" ", "-"), link.name,
+                            getattr(link.connection, "_filtex_identity", "?"),
                             link.remote_source.address, error.render().replace("\n", " | "))
         link.source.type = Terminus.UNSPECIFIED  # encodes as a null source
         link.target.copy(link.remote_target)

@@ -5,7 +5,10 @@ so a hostile attach with groups nested 10,000 deep would surface as a
 ``RecursionError`` deep inside proton. These walkers use an explicit stack and
 refuse, with a limit error, anything nested deeper than any filter within the
 configured :class:`~filtex_proton.limits.Limits` can be. Everything built from
-their output can therefore recurse safely.
+their output can therefore recurse safely. They also refuse, before reading a
+single member, a container holding more members than any filter within the
+limits can (a group of 20,000 members would otherwise be read whole, one
+proton call per node, before ``max_group_members`` refused it).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from filtex_proton.errors import FilterError
 from filtex_proton.limits import Limits
 
 __all__ = [
-    "TEXT_KINDS", "UNDESCRIBED_ANY", "check_value", "integer_in_range", "max_nesting",
+    "TEXT_KINDS", "UNDESCRIBED_ANY", "Bounds", "check_value", "integer_in_range", "max_nesting",
     "read_data", "summarise", "write_data",
 ]
 
@@ -34,14 +37,44 @@ UNDESCRIBED_ANY: Final[Any] = UNDESCRIBED
 TEXT_KINDS: Final = frozenset({Kind.STRING, Kind.SYMBOL})
 
 
-def max_nesting(limits: Limits) -> int:
-    """The deepest nesting of containers a filter within ``limits`` can have.
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    """How deep, and how wide, the containers of a filter within the limits can be."""
 
-    Each group level costs two (the described value and its list), a property
-    filter's value at most one per entry it holds, plus a little slack for the
-    filter set's own map and the innermost described filter.
+    depth: int
+    width: int
+    """Members (a map's keys and values count apiece) of any one container."""
+
+
+def max_nesting(limits: Limits) -> Bounds:
+    """The deepest nesting and widest container a filter within ``limits`` can have.
+
+    Depth: each group level costs two (the described value and its list), a
+    property filter's value at most one per entry it holds, plus a little slack
+    for the filter set's own map and the innermost described filter. Width: a
+    group's members, a property map's keys and values, or the filter set's own
+    map, whichever the limits allow most of.
     """
-    return 2 * limits.max_group_depth + limits.max_property_entries + 8
+    return Bounds(
+        depth=2 * limits.max_group_depth + limits.max_property_entries + 8,
+        width=max(limits.max_group_members, 2 * limits.max_property_entries,
+                  2 * limits.max_filters_per_set) + 2,
+    )
+
+
+def _split(bounds: int | Bounds) -> tuple[int, int | None]:
+    """``(depth, width)``; a bare int bounds the depth only."""
+    if isinstance(bounds, Bounds):
+        return bounds.depth, bounds.width
+    return bounds, None
+
+
+def _too_wide(count: int, width: int) -> FilterError:
+    return FilterError(
+        f"a container of {count} members, more than the {width} the limits max_group_members, "
+        "max_property_entries and max_filters_per_set allow",
+        limit=True,
+    )
 
 
 def _too_deep(depth: int) -> FilterError:
@@ -86,12 +119,14 @@ def _close(frame: _Frame) -> Any:
     return result
 
 
-def read_data(data: Data, max_depth: int) -> Any:
+def read_data(data: Data, bounds: int | Bounds) -> Any:
     """The Python value of ``data``'s current node, as ``get_object()`` would give it.
 
     The cursor is left on that node. Raises :class:`FilterError` (a limit) when
-    the value is nested more than ``max_depth`` containers deep.
+    the value is nested more containers deep than ``bounds`` allows (an int:
+    the depth alone), or a container holds more members than its width.
     """
+    max_depth, width = _split(bounds)
     stack: list[_Frame] = []
 
     def open_node() -> Any:
@@ -109,9 +144,14 @@ def read_data(data: Data, max_depth: int) -> Any:
             raise _too_deep(max_depth)
         frame = _Frame(node_type)
         if node_type == Data.ARRAY:
-            _count, described, array_type = data.get_array()
+            count, described, array_type = data.get_array()
             frame.array_type = int(array_type or 0)
             frame.array_described = bool(described)
+        else:
+            count = data.get_list() if node_type == Data.LIST else (
+                data.get_map() if node_type == Data.MAP else 2)
+        if width is not None and count > width:
+            raise _too_wide(count, width)
         data.enter()
         stack.append(frame)
         return _OPEN
@@ -200,12 +240,14 @@ def _children(value: Any) -> list[Any] | tuple[Any, ...] | None:
     return None
 
 
-def check_value(value: Any, max_depth: int) -> None:
-    """Refuse what is not an AMQP value, or nests deeper than ``max_depth``.
+def check_value(value: Any, bounds: int | Bounds) -> None:
+    """Refuse what is not an AMQP value, or nests deeper than ``bounds`` allows.
 
     Values from ``Data`` always pass; this guards the library's own users, who
-    may hand in a Python ``set`` or a ``ubyte(300)``.
+    may hand in a Python ``set`` or a ``ubyte(300)``. Width is not checked here:
+    a Python value is already whole, and each filter checks its own limits.
     """
+    max_depth, _width = _split(bounds)
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()

@@ -17,6 +17,8 @@ from __future__ import annotations
 import atexit
 import datetime as dt
 import decimal
+import functools
+import hashlib
 import itertools
 import logging
 import os
@@ -33,6 +35,7 @@ from types import FrameType
 from typing import Any, Final
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -56,6 +59,7 @@ __all__ = [
     "ArchiveStats",
     "ArchiveWriter",
     "address_directory",
+    "address_partition",
     "archive_dataset",
     "describe_typed",
     "iter_raw",
@@ -69,7 +73,7 @@ __all__ = [
 log = logging.getLogger("filtex.archive")
 
 #: Bumped whenever a column is added, removed or changes meaning (docs/ARCHIVE.md).
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 _VERSION_KEY: Final = b"filtex.archive.schema_version"
 
 #: The exact decimal slot: 38 digits, 18 after the point; every AMQP integer fits.
@@ -153,6 +157,7 @@ ARCHIVE_SCHEMA: Final = pa.schema(
         *(pa.field(column, TYPED_MAP) for column in MAP_COLUMNS.values()),
         pa.field("nonconforming", TYPED_MAP),
         pa.field("raw", pa.binary(), nullable=False),
+        pa.field("long_address", pa.string()),
     ],
     metadata={_VERSION_KEY: str(SCHEMA_VERSION).encode()},
 )
@@ -367,6 +372,7 @@ def _blank_row(data: bytes, address: str, arrival_ms: int, sequence: int) -> dic
         row[column] = None
     row["nonconforming"] = None
     row["raw"] = data
+    row["long_address"] = None if address_partition(address) == address else address
     row["address"] = address
     row["date"] = _arrival_date(arrival_ms)
     return row
@@ -438,21 +444,62 @@ def message_row(data: bytes, *, address: str, arrival_ms: int, sequence: int = 0
 
 # ----------------------------------------------------------------------------- partitions
 
-#: Characters Spark escapes in partition directory names (ExternalCatalogUtils.escapePathName).
-_ESCAPED: Final = frozenset('"#%\'*/:=?\\\x7f{[]^') | frozenset(chr(c) for c in range(0x20))
+#: Characters Spark escapes in partition directory names (ExternalCatalogUtils.escapePathName),
+#: and ``~``, which marks a shortened address (so a plain name never has one).
+_ESCAPED: Final = (frozenset('"#%\'*/:=?\\\x7f{[]^~')
+                   | frozenset(chr(c) for c in range(0x20)))
 _NULL_PARTITION: Final = "__HIVE_DEFAULT_PARTITION__"
+#: Longest directory name written, in bytes (file systems allow 255).
+MAX_DIRECTORY_BYTES: Final = 240
+_DIGEST_CHARS: Final = 32  # 128 bits of SHA-256: distinct addresses never share a directory
+_KEY_PREFIX: Final = "address="
+
+
+def _escape(text: str) -> str:
+    return "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in text)
+
+
+def _name_bytes(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+@functools.lru_cache(maxsize=4096)
+def address_partition(address: str) -> str:
+    """The ``address`` partition value of an address: the address itself when its escaped
+    directory name fits ``MAX_DIRECTORY_BYTES``, else a prefix of it, ``~`` and a hash.
+
+    A shortened address is not the address: the rows in it carry the real one in
+    ``long_address``, and the readers (:func:`read_archive_table`,
+    ``session.read_archive``) put it back in ``address``.
+    """
+    if _name_bytes(_KEY_PREFIX + _escape(address)) <= MAX_DIRECTORY_BYTES:
+        return address
+    digest = hashlib.sha256(address.encode("utf-8", "surrogatepass")).hexdigest()[:_DIGEST_CHARS]
+    budget = MAX_DIRECTORY_BYTES - len(_KEY_PREFIX) - 1 - _DIGEST_CHARS
+    cut = 0
+    for char in address:  # whole characters and whole %XX escapes only
+        budget -= _name_bytes(_escape(char))
+        if budget < 0:
+            break
+        cut += 1
+    return f"{address[:cut]}~{digest}"
 
 
 def address_directory(address: str) -> str:
     """The partition directory of an address, escaped the way Spark and pyarrow read it back.
 
-    Only what Spark itself escapes becomes ``%XX``: Spark un-escapes byte by byte,
-    so other (non-ASCII) characters stay as they are, UTF-8 in the file name.
-    An empty address is the partition Spark reads as NULL.
+    Only what Spark itself escapes (and ``~``) becomes ``%XX``: Spark un-escapes
+    byte by byte, so other (non-ASCII) characters stay as they are, UTF-8 in the
+    file name. An empty address is the partition Spark reads as NULL. An address
+    too long for a file name gets :func:`address_partition`'s shortened form.
     """
     if not address:
-        return f"address={_NULL_PARTITION}"
-    return "address=" + "".join(f"%{ord(c):02X}" if c in _ESCAPED else c for c in address)
+        return f"{_KEY_PREFIX}{_NULL_PARTITION}"
+    value = address_partition(address)
+    if value == address:
+        return _KEY_PREFIX + _escape(address)
+    prefix, _, digest = value.rpartition("~")
+    return f"{_KEY_PREFIX}{_escape(prefix)}~{digest}"
 
 
 # ----------------------------------------------------------------------------- the writer
@@ -567,14 +614,18 @@ class ArchiveWriter:
     def flush(self) -> None:
         """Write every buffered row; raises the first write error (after trying them all)."""
         with self._lock:
-            failure: BaseException | None = None
-            for key in list(self._partitions):
-                try:
-                    self._write(key)
-                except Exception as exc:
-                    failure = failure or exc
-            if failure is not None:
-                raise failure
+            self._write_all()
+
+    def _write_all(self) -> None:
+        """Write every partition, even after one fails; then raise the first failure."""
+        failure: BaseException | None = None
+        for key in list(self._partitions):
+            try:
+                self._write(key)
+            except Exception as exc:
+                failure = failure or exc
+        if failure is not None:
+            raise failure
 
     def close(self) -> None:
         """Flush and stop; idempotent."""
@@ -593,8 +644,7 @@ class ArchiveWriter:
             except ValueError:  # not the main thread
                 pass
         with self._lock:
-            for key in list(self._partitions):
-                self._write(key)
+            self._write_all()
 
     def __enter__(self) -> ArchiveWriter:
         return self
@@ -687,7 +737,8 @@ _PARTITIONING: Final = pads.partitioning(pa.schema(list(_PARTITION_FIELDS)), fla
 
 
 def archive_dataset(directory: str | os.PathLike[str]) -> pads.Dataset:
-    """The archive as a pyarrow dataset (address and date from the directory names)."""
+    """The archive as a pyarrow dataset (address and date from the directory names: a
+    shortened address there, the real one in ``long_address``; see :func:`address_partition`)."""
     return pads.dataset(os.fspath(directory), format="parquet", partitioning=_PARTITIONING,
                         schema=_with_partitions(ARCHIVE_SCHEMA))
 
@@ -700,10 +751,21 @@ def _with_partitions(schema: pa.Schema) -> pa.Schema:
 
 def read_archive_table(directory: str | os.PathLike[str],
                        columns: Iterable[str] | None = None) -> pa.Table:
-    """Read (some columns of) an archive with pyarrow alone, in archive order."""
-    table = archive_dataset(directory).to_table(
-        columns=None if columns is None else list(dict.fromkeys([*columns, "arrival_ms",
-                                                                 "sequence"])))
+    """Read (some columns of) an archive with pyarrow alone, in archive order.
+
+    ``address`` is the real address, also for addresses too long for a directory name.
+    """
+    wanted = None if columns is None else list(dict.fromkeys([*columns, "arrival_ms",
+                                                              "sequence"]))
+    reading = wanted
+    if wanted is not None and "address" in wanted and "long_address" not in wanted:
+        reading = [*wanted, "long_address"]
+    table = archive_dataset(directory).to_table(columns=reading)
+    if "address" in table.column_names:
+        real = pc.coalesce(table.column("long_address"), table.column("address"))
+        table = table.set_column(table.column_names.index("address"), "address", real)
+        if reading is not wanted:
+            table = table.drop_columns(["long_address"])
     return table.sort_by([("arrival_ms", "ascending"), ("sequence", "ascending")])
 
 

@@ -121,7 +121,8 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--checkpoint", metavar="FILE",
                         help="record progress here and resume after it on the next run")
     replay.add_argument("--window", type=int, default=100,
-                        help="messages in flight at once (1: strict order even on retries)")
+                        help="messages unsettled at once; archive order holds for any window "
+                        "(a retry resends the later ones too)")
     replay.add_argument("--retries", type=int, default=10,
                         help="reconnect attempts in a row before giving up")
     replay.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
@@ -170,13 +171,9 @@ def _session(args: argparse.Namespace) -> SparkSession:
 
 
 def _matches(spark: SparkSession, args: argparse.Namespace, planned: Plan) -> DataFrame:
-    from pyspark.sql import functions as F  # noqa: N812
-
     from filtex_proton.spark.session import read_archive
 
-    df = read_archive(spark, args.archive)
-    if args.address:
-        df = df.where(F.col("address").isin(list(args.address)))
+    df = read_archive(spark, args.archive, args.address or None)
     return planned.apply(df)
 
 
@@ -204,11 +201,27 @@ def _shown(row: Any) -> str:
     return json.dumps(line, ensure_ascii=False)
 
 
+def _as_stored(df: DataFrame) -> DataFrame:
+    """The rows with ``address`` as the archive stores it: shortened where too long for a
+    directory name (the real one stays in ``long_address``)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    from filtex_proton.spark.archive import address_partition
+
+    long = [row[0] for row in df.where(F.col("long_address").isNotNull())
+            .select("long_address").distinct().collect()]
+    if not long:
+        return df
+    shortened = F.create_map(*(F.lit(x) for a in long for x in (a, address_partition(a))))
+    return df.withColumn("address", F.coalesce(shortened[F.col("long_address")],
+                                               F.col("address")))
+
+
 def _select(args: argparse.Namespace, planned: Plan, out: TextIO) -> int:
     spark = _session(args)
     matches = _matches(spark, args, planned)
     if args.out is not None:
-        matches.write.partitionBy("address", "date", "regular").parquet(args.out)
+        _as_stored(matches).write.partitionBy("address", "date", "regular").parquet(args.out)
         print(f"wrote the matches to {args.out}", file=sys.stderr)
     if args.count:
         from filtex_proton.spark.session import read_archive

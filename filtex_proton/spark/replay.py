@@ -9,9 +9,12 @@ sent again. A checkpoint file records the last message of the contiguous prefix
 the peer has taken, so that a later run resumes after it (at least once: what
 was in flight when the run stopped is sent again).
 
-Ordering: messages leave in archive order; with more than one in flight a
-message sent again after a release or a reconnect may arrive after later ones
-(``window=1`` keeps the order strict).
+Ordering: the peer receives the messages in archive order, whatever the
+window. Sending again is go-back-N: when a message has to be sent again
+(released, modified, or in flight on a lost connection), every later message
+already sent is sent again after it, even one the peer had accepted. The peer
+may so see duplicates (at least once), but the last copy of each message comes
+after the last copy of the one before it; nothing is ever skipped.
 """
 
 from __future__ import annotations
@@ -105,16 +108,20 @@ class _Item:
     index: int
     data: bytes
     position: Position
+    outcome: str | None = None
+    """``accepted`` or ``rejected`` once the peer settled the item's latest copy."""
 
 
 @dataclass
 class _State:
+    window: dict[int, _Item] = field(default_factory=dict)
+    """Every item taken from the source and not yet in the settled prefix, by index."""
     pending: deque[_Item] = field(default_factory=deque)
-    """Sent before and to be sent again (after a release or a reconnect)."""
+    """Items to send again, in index order; always sent before new ones."""
     in_flight: dict[Delivery, _Item] = field(default_factory=dict)
-    done: set[int] = field(default_factory=set)
+    """The latest copy of each item on the wire (older copies' outcomes are ignored)."""
     next_index: int = 0
-    """Index of the first item not yet settled in the accepted prefix."""
+    """Index of the first item not yet settled in the prefix."""
     exhausted: bool = False
 
 
@@ -181,7 +188,6 @@ class Replayer(MessagingHandler):
         self._failures = 0
         self._stop_deadline: float | None = None
         self._last_save = 0.0
-        self._positions: dict[int, Position] = {}
         self._indexes = itertools.count()
 
     # -- running ---------------------------------------------------------------
@@ -245,7 +251,7 @@ class Replayer(MessagingHandler):
             return None
         data, position = got
         item = _Item(next(self._indexes), data, Position(*position))
-        self._positions[item.index] = item.position
+        state.window[item.index] = item
         return item
 
     def _send_more(self) -> None:
@@ -253,7 +259,7 @@ class Replayer(MessagingHandler):
         if sender is None or self._stop_deadline is not None or sender.state & Link.LOCAL_CLOSED:
             return
         state = self._state
-        while sender.credit > 0 and len(state.in_flight) < self.window:
+        while sender.credit > 0 and (state.pending or len(state.window) < self.window):
             item = self._next_item()
             if item is None:
                 break
@@ -269,34 +275,50 @@ class Replayer(MessagingHandler):
     def on_accepted(self, event: Any) -> None:
         item = self._state.in_flight.pop(event.delivery, None)
         if item is not None:
-            self.result.accepted += 1
             self._failures = 0
-            self._settled(item)
-            self.progress(1)
+            self._settled(item, "accepted")
 
     def on_rejected(self, event: Any) -> None:
         item = self._state.in_flight.pop(event.delivery, None)
         if item is not None:
-            self.result.rejected += 1
             condition = event.delivery.remote.condition
             log.warning("message at %s rejected by the peer: %s", item.position, condition)
-            self._settled(item)
-            self.progress(1)
+            self._settled(item, "rejected")
 
     def on_released(self, event: Any) -> None:  # released or modified: send it again
         item = self._state.in_flight.pop(event.delivery, None)
         if item is not None:
-            self.result.resent += 1
-            self._state.pending.append(item)
+            self._send_again_from(item.index)
             self._send_more()
 
-    def _settled(self, item: _Item) -> None:
+    def _send_again_from(self, first: int) -> int:
+        """Go back: the item ``first`` and every later one already sent are sent again, in
+        order (their copies on the wire no longer count); returns how many."""
         state = self._state
-        state.done.add(item.index)
-        while state.next_index in state.done:
-            state.done.discard(state.next_index)
-            self.result.last = self._positions.pop(state.next_index)
+        for delivery, item in list(state.in_flight.items()):
+            if item.index >= first:
+                del state.in_flight[delivery]
+        again = sorted((item for index, item in state.window.items() if index >= first),
+                       key=lambda item: item.index)
+        for item in again:
+            item.outcome = None
+        earlier = [item for item in state.pending if item.index < first]  # none, normally
+        state.pending = deque(earlier + again)
+        self.result.resent += len(again)
+        return len(again)
+
+    def _settled(self, item: _Item, outcome: str) -> None:
+        state = self._state
+        item.outcome = outcome
+        while (head := state.window.get(state.next_index)) is not None and head.outcome:
+            del state.window[state.next_index]
+            if head.outcome == "accepted":
+                self.result.accepted += 1
+            else:
+                self.result.rejected += 1
+            self.result.last = head.position
             state.next_index += 1
+            self.progress(1)
         self._save()
         if state.exhausted and not state.pending and not state.in_flight:
             self._close()
@@ -335,11 +357,7 @@ class Replayer(MessagingHandler):
         """Whatever was in flight may or may not have arrived: send it again, reconnecting."""
         if self._finished() or self._connection is None:
             return
-        state = self._state
-        unsettled = sorted(state.in_flight.values(), key=lambda item: item.index)
-        state.in_flight.clear()
-        state.pending.extendleft(reversed(unsettled))
-        self.result.resent += len(unsettled)
+        unsettled = self._send_again_from(self._state.next_index)
         connection, self._connection, self._sender = self._connection, None, None
         with contextlib.suppress(Exception):  # already gone
             connection.close()
@@ -353,7 +371,7 @@ class Replayer(MessagingHandler):
             return
         delay = min(30.0, 0.2 * 2 ** (self._failures - 1))
         log.warning("%s; reconnecting in %.1f s (%d unsettled to send again)", why, delay,
-                    len(unsettled))
+                    unsettled)
         self.result.reconnects += 1
         assert self._container is not None
         self._container.schedule(delay, _Reconnect(self))

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from filtex_proton.spark.archive import ARCHIVE_SCHEMA, PARTITION_COLUMNS
+from filtex_proton.spark.archive import ARCHIVE_SCHEMA, PARTITION_COLUMNS, address_partition
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,12 +90,25 @@ def archive_spark_schema() -> StructType:
     return T.StructType(fields)
 
 
-def read_archive(spark: SparkSession, directory: str | os.PathLike[str]) -> DataFrame:
+def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
+                 addresses: Iterable[str] | None = None) -> DataFrame:
     """An archive directory as a DataFrame (``address``, ``date`` and ``regular`` from the
-    directory names).
+    directory names), only the rows of ``addresses`` if given.
 
     The schema is given, not inferred: an address such as ``123`` stays a string.
+    ``address`` is the real address also where the directory holds a shortened one
+    (``long_address`` is set there). ``addresses`` is applied to the directory
+    names first, so that Spark reads only their directories.
     """
+    from pyspark.sql import functions as F  # noqa: N812
+
     path = os.fspath(directory)
-    return (spark.read.schema(archive_spark_schema()).option("basePath", path)
-            .option("recursiveFileLookup", "false").parquet(path))
+    df = (spark.read.schema(archive_spark_schema()).option("basePath", path)
+          .option("recursiveFileLookup", "false").parquet(path))
+    wanted = None if addresses is None else list(dict.fromkeys(addresses))
+    if wanted is not None:
+        df = df.where(F.col("address").isin([address_partition(a) for a in wanted]))
+    df = df.withColumn("address", F.coalesce(F.col("long_address"), F.col("address")))
+    if wanted is not None:
+        df = df.where(F.col("address").isin(wanted))
+    return df

@@ -16,7 +16,7 @@ from proton import Connection, Data, Described, symbol, ulong
 
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext
-from filtex_proton.filters.wire import write_data
+from filtex_proton.filters.wire import max_nesting, write_data
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.plugin import FiltexPlugin
@@ -153,6 +153,52 @@ def test_group_of_100000_members_is_refused_by_a_limit() -> None:
     # a proton.Data holds at most 65,535 nodes (three per member here): 20,000 members
     wide = {symbol("wide"): Described(symbol("amqp:any-filter"), [TRUE] * 20_000)}
     assert_masked(refusal(lambda: decode_filter_set(as_data(wide))))
+
+
+class CountingData(Data):  # type: ignore[misc]
+    """A proton.Data that counts the scalars read out of it (the cost of a wide value)."""
+
+    def __init__(self, wire: Data) -> None:
+        super().__init__()
+        self.decode(wire.encode())
+        self.reads = 0
+
+    def get_object(self) -> Any:
+        self.reads += 1
+        return super().get_object()
+
+
+@pytest.mark.parametrize("members", [max_nesting(D).width + 1, 20_000])
+def test_a_wide_group_is_refused_before_its_members_are_read(members: int) -> None:
+    wide = CountingData(as_data({symbol("wide"): Described(symbol("amqp:any-filter"),
+                                                          [TRUE] * members)}))
+    error = refusal(lambda: decode_filter_set(wide))
+    assert_masked(error)
+    assert f"a container of {members} members" in error.render()
+    assert wide.reads <= 2  # the key, and the group's descriptor: no member
+
+
+def test_a_property_map_near_protons_node_maximum_is_refused_unread() -> None:
+    entries: dict[Any, Any] = {f"k{i}": i for i in range(30_000)}  # 60,000+ nodes
+    wide = CountingData(as_data(
+        {symbol("p"): Described(symbol("amqp:application-properties-filter"), entries)}))
+    error = refusal(lambda: decode_filter_set(wide))
+    assert_masked(error, "k29999")
+    assert "a container of 60000 members" in error.render()
+    assert wide.reads <= 2
+
+
+def test_the_widest_containers_the_limits_allow_are_read() -> None:
+    widest = {
+        symbol("g"): Described(symbol("amqp:any-filter"), [TRUE] * D.max_group_members),
+        symbol("p"): Described(symbol("amqp:application-properties-filter"),
+                               {f"k{i}": i for i in range(D.max_property_entries)}),
+    }
+    assert len(decode_filter_set(as_data(widest))) == 2
+    roomy = Limits(max_group_members=5_000)  # the width follows the limits
+    group = {symbol("g"): Described(symbol("amqp:all-filter"), [TRUE] * 5_000)}
+    assert len(decode_filter_set(as_data(group), roomy)) == 1
+    assert_masked(refusal(lambda: decode_filter_set(as_data(group))))
 
 
 def test_property_filter_of_100000_entries_is_refused_by_a_limit() -> None:

@@ -222,3 +222,67 @@ def test_work_does_not_grow_faster_than_the_string(counted: WorkCounter, pattern
     # needs, and is then refused before any search)
     assert max(per_size) <= middle + 2
     assert len(set(per_size[1:])) == 1, per_size
+
+
+# ---------------------------------------------------------------------------- long '_' segments
+# A segment holding '_' longer than REGEX_SEGMENT_MAX is found by Shift-And (one step per
+# character), not by a regular expression (segment length steps per character).
+
+LONG = like.REGEX_SEGMENT_MAX + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    chunks=st.lists(st.text(alphabet="ab_", min_size=LONG, max_size=LONG + 40), min_size=1,
+                    max_size=3),
+    text=st.text(alphabet="ab", max_size=700),
+    anchors=st.tuples(st.booleans(), st.booleans()),
+)
+def test_long_wildcard_segments_agree_with_the_reference(
+    chunks: list[str], text: str, anchors: tuple[bool, bool]
+) -> None:
+    pattern = ("" if anchors[0] else "%") + "%".join(chunks) + ("" if anchors[1] else "%")
+    assert compile_like(pattern)(text) is reference_like(text, pattern, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=st.text(alphabet="ab_", min_size=1, max_size=12), text=st.text(alphabet="ab\n"),
+       start=st.integers(min_value=0, max_value=20))
+def test_shift_and_finds_what_the_regex_finds(items: str, text: str, start: int) -> None:
+    segment = like._Segment(tuple(None if c == "_" else c for c in items))
+    regex = segment.regex()
+    found = regex.search(text, start)
+    expected = -1 if found is None else found.start()
+    assert like._shift_and(segment)(text, start) == expected
+
+
+def test_long_wildcard_segments_are_scanned_not_retried() -> None:
+    short = like._Segment(tuple(["a", None] * 10 + ["b"]))
+    long = like._Segment(tuple(["a", None] * 100 + ["b"]))
+    assert "_shift_and" not in like._finder(short).__qualname__
+    assert "_shift_and" in like._finder(long).__qualname__
+    # the worst case for a regex: every start position matches all but the last character
+    matcher = compile_like("%" + "a_" * 1000 + "b%")
+    assert matcher("a" * MB) is False
+    assert matcher("a" * MB + "b") is True
+    assert matcher("a" * 2000 + "b" + "a" * 10) is True
+    # a match straddling the scan's chunk boundary
+    assert like._shift_and(long)("c" * 8100 + "a" * 200 + "b", 0) == 8100
+
+
+def test_wildcard_segments_beyond_the_maximum_are_refused() -> None:
+    too_long = "%" + "_" * (like.MAX_WILDCARD_SEGMENT + 1) + "%"
+    with pytest.raises(LikeError, match="more than"):
+        compile_like(too_long)
+    literal = compile_like("%" + "x" * (like.MAX_WILDCARD_SEGMENT + 1) + "%")  # no '_': fine
+    assert literal("x" * 9000) is True and literal("x" * 8000) is False
+    runtime = compile_sql("a LIKE p")  # from a message: NULL, never a stall
+    view = DictMessageView(application_properties={"a": "x" * MB, "p": too_long})
+    assert runtime.evaluate(view) is None
+
+
+def test_long_patterns_from_messages_are_not_cached() -> None:
+    before = like._compile_cached.cache_info().currsize
+    for n in range(5):
+        assert compile_like("%" + "y" * 5000 + str(n) + "%")("y") is False
+    assert like._compile_cached.cache_info().currsize == before

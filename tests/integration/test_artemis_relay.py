@@ -1,8 +1,9 @@
 """The relay in front of ActiveMQ Artemis (``apache/activemq-artemis``), with selector pushdown.
 
 Artemis evaluates ``apache.org:selector-filter:string`` but offers no
-``APACHE.ORG:SELECTOR`` capability, so the relay runs with
-``--upstream-selector always``. Checked through Artemis's own management
+``APACHE.ORG:SELECTOR`` capability; the relay runs with the default
+``--upstream-selector auto``, which recognises Artemis by the ``product`` of its
+open frame (broker/upstream_brokers.py). Checked through Artemis's own management
 (Jolokia): the upstream consumer carries the selector, and Artemis never hands
 the relay the messages the selector excludes.
 
@@ -67,8 +68,7 @@ def artemis(docker_engine: None, tmp_path_factory: pytest.TempPathFactory
         jolokia = Jolokia(f"http://{host}:{container.get_exposed_port(8161)}", USER, PASSWORD)
         eventually(jolokia.ping, bool, "Artemis's Jolokia endpoint", timeout=120)
         with relay(tmp_path_factory.mktemp("artemis-relay"), f"amqp://{amqp}",
-                   "--upstream-user", USER, "--upstream-password", PASSWORD,
-                   "--upstream-selector", "always") as relay_url:
+                   "--upstream-user", USER, "--upstream-password", PASSWORD) as relay_url:
             yield ArtemisRelay(amqp, relay_url, jolokia)
 
 

@@ -1,7 +1,8 @@
 """The relay in front of the Qpid C++ broker (qpidd, ``scholzj/qpid-cpp``).
 
 qpidd evaluates ``apache.org:selector-filter:string`` on AMQP 1.0 links; the
-relay pushes the selector down (``--upstream-selector always``) and evaluates
+relay pushes the selector down (the default ``--upstream-selector auto``
+recognises qpidd by the ``product`` of its open frame) and evaluates
 the whole filter set itself as well. Queues are created on demand
 (``--queue-patterns .*``); authentication is off (``--auth no``).
 
@@ -55,8 +56,7 @@ def qpidd(docker_engine: None, tmp_path_factory: pytest.TempPathFactory
                  .waiting_for(PortWaitStrategy(5672).with_startup_timeout(120)))
     with container:
         amqp = f"{container.get_container_host_ip()}:{container.get_exposed_port(5672)}"
-        with relay(tmp_path_factory.mktemp("qpid-relay"), f"amqp://{amqp}",
-                   "--upstream-selector", "always") as relay_url:
+        with relay(tmp_path_factory.mktemp("qpid-relay"), f"amqp://{amqp}") as relay_url:
             yield QpidRelay(amqp, relay_url)
 
 

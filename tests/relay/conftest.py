@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from relay_rabbit import Rabbit, rabbit_available, start_rabbit
+from tls_certs import make_certs, openssl_missing
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -71,8 +72,9 @@ def rabbit(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rabbit]:
         pytest.skip(f"relay tests against RabbitMQ need it: {reason}")
     base = tmp_path_factory.mktemp("rabbit")
     try:
-        node = start_rabbit(base)
-    except (RuntimeError, OSError) as exc:
+        certs = make_certs(base / "tls") if openssl_missing() is None else None
+        node = start_rabbit(base, certs=certs)
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
         pytest.skip(f"RabbitMQ could not be started here: {exc}")
     yield node
     node.stop()

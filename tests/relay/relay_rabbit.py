@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tls_certs import Certs
+
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 
 
@@ -40,12 +42,20 @@ class Rabbit:
     port: int
     base: Path
     epmd_port: int
+    env: dict[str, str]
+    tls_port: int | None = None
+    """The AMQPS listener (TLS; client certificates are checked when presented)."""
 
     @property
     def url(self) -> str:
         return f"amqp://127.0.0.1:{self.port}"
 
+    def tls_url(self, host: str = "localhost") -> str:
+        assert self.tls_port is not None, "this node has no TLS listener"
+        return f"amqps://{host}:{self.tls_port}"
+
     def stop(self) -> None:
+        """Stop the node (SIGTERM: it shuts down cleanly, durable messages are kept)."""
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -59,6 +69,25 @@ class Rabbit:
             subprocess.run([epmd, "-port", str(self.epmd_port), "-kill"], capture_output=True,
                            timeout=10, check=False)
 
+    def restart(self, timeout: float = 60.0) -> None:
+        """Stop and boot the same node again: same ports, same data directory."""
+        self.stop()
+        self.process = _boot(self.base, self.env)
+        _wait_ready(self, timeout)
+
+    def declare_durable_queue(self, name: str) -> str:
+        """Declare a durable queue (the AMQP 1.0 plugin's ``/queue/NAME`` ones are transient,
+        lost with their messages on a restart); its address, ``/amq/queue/NAME``."""
+        assert name.isidentifier(), "kept simple: the name goes into an Erlang expression"
+        expression = (f'rabbit_amqqueue:declare(rabbit_misc:r(<<"/">>, queue, <<"{name}">>), '
+                      'true, false, [], none, <<"filtex-tests">>).')
+        done = subprocess.run([str(RABBIT_BIN / "rabbitmqctl"), "eval", expression],
+                              env=self.env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        if done.returncode != 0 or "{new," not in done.stdout:
+            raise RuntimeError(f"declaring queue {name} failed: {done.stdout} {done.stderr}")
+        return f"/amq/queue/{name}"
+
     def log_tail(self) -> str:
         texts = []
         for path in sorted(self.base.glob("log/*.log")):
@@ -66,17 +95,51 @@ class Rabbit:
         return "\n".join(texts)
 
 
-def start_rabbit(base: Path, timeout: float = 60.0) -> Rabbit:
-    """Boot a node with the AMQP 1.0 plugin on free ports; raises RuntimeError if it fails."""
+def _boot(base: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    out = (base / "stdout.log").open("ab")
+    return subprocess.Popen(
+        [str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=out, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def _wait_ready(rabbit: Rabbit, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if rabbit.process.poll() is not None:
+            raise RuntimeError(f"rabbitmq-server exited with {rabbit.process.returncode}: "
+                               + (rabbit.base / "stdout.log").read_text(errors="replace")[-2000:])
+        if _amqp_ready(rabbit.port):
+            return
+        time.sleep(0.3)  # polling the node's boot
+    rabbit.stop()
+    raise RuntimeError("rabbitmq-server did not accept AMQP 1.0 in time: "
+                       + (rabbit.base / "stdout.log").read_text(errors="replace")[-2000:])
+
+
+def start_rabbit(base: Path, timeout: float = 60.0, certs: Certs | None = None) -> Rabbit:
+    """Boot a node with the AMQP 1.0 plugin on free ports (and a TLS listener with
+    ``certs``); raises RuntimeError if it fails."""
     base.mkdir(parents=True, exist_ok=True)
     port, dist, epmd = free_port(), free_port(), free_port()
+    tls_port = free_port() if certs is not None else None
     (base / "enabled_plugins").write_text("[rabbitmq_amqp1_0].\n")
-    (base / "rabbitmq.conf").write_text(
+    conf = (
         "loopback_users = none\n"
         f"listeners.tcp.default = {port}\n"
         "vm_memory_high_watermark.relative = 0.2\n"
         "disk_free_limit.absolute = 50MB\n"
     )
+    if certs is not None:
+        conf += (
+            f"listeners.ssl.default = {tls_port}\n"
+            f"ssl_options.cacertfile = {certs.ca}\n"
+            f"ssl_options.certfile = {certs.server_cert}\n"
+            f"ssl_options.keyfile = {certs.server_key}\n"
+            "ssl_options.verify = verify_peer\n"
+            "ssl_options.fail_if_no_peer_cert = false\n"
+        )
+    (base / "rabbitmq.conf").write_text(conf)
     (base / "rabbitmq-env.conf").write_text("")
     home = base / "home"
     home.mkdir(exist_ok=True)
@@ -97,23 +160,9 @@ def start_rabbit(base: Path, timeout: float = 60.0) -> Rabbit:
         "ERL_EPMD_PORT": str(epmd),
         "RABBITMQ_PID_FILE": str(base / "rabbit.pid"),
     })
-    out = (base / "stdout.log").open("wb")
-    process = subprocess.Popen(
-        [str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=out, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    rabbit = Rabbit(process, port, base, epmd)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"rabbitmq-server exited with {process.returncode}: "
-                               + (base / "stdout.log").read_text(errors="replace")[-2000:])
-        if _amqp_ready(port):
-            return rabbit
-        time.sleep(0.3)
-    rabbit.stop()
-    raise RuntimeError("rabbitmq-server did not accept AMQP 1.0 in time: "
-                       + (base / "stdout.log").read_text(errors="replace")[-2000:])
+    rabbit = Rabbit(_boot(base, env), port, base, epmd, env, tls_port)
+    _wait_ready(rabbit, timeout)
+    return rabbit
 
 
 def _amqp_ready(port: int) -> bool:

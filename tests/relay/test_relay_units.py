@@ -52,3 +52,27 @@ def test_selector_of_pushes_nothing_else() -> None:
     data = _filter_data({symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1")})
     assert selector_of(data) is None
     assert selector_of(Data()) is None
+
+
+def test_pushdown_passes_a_clients_own_selector_unchanged() -> None:
+    from filtex_proton.filterset import decode_filter_set
+    from filtex_proton.pushdown import pushdown
+
+    data = _filter_data({symbol("sel"): Described(symbol("apache.org:selector-filter:string"),
+                                                  "colour = 'red' OR n > 2")})
+    assert pushdown(decode_filter_set(data)).selector == selector_of(data)
+
+
+def test_pushdown_adds_what_translates_to_the_clients_selector() -> None:
+    from filtex_proton.filterset import decode_filter_set
+    from filtex_proton.pushdown import pushdown
+
+    data = _filter_data({
+        symbol("sel"): Described(symbol("apache.org:selector-filter:string"), "n > 2 OR m = 1"),
+        symbol("sql"): Described(symbol("amqp:sql-filter"), "h.priority >= 5 AND EXISTS(x)"),
+        symbol("nl"): Described(symbol("apache.org:no-local-filter:list"), []),
+    })
+    plan = pushdown(decode_filter_set(data))
+    assert plan.selector == "(n > 2 OR m = 1) AND JMSPriority >= 5"
+    assert plan.pushed == ("sel", "sql")
+    assert not plan.exact and len(plan.reasons) == 2

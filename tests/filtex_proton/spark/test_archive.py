@@ -44,9 +44,11 @@ from filtex_proton.amqp.codec import decode_value  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.spark.archive import (  # noqa: E402
     ARCHIVE_SCHEMA,
+    MAX_DIRECTORY_BYTES,
     SCHEMA_VERSION,
     ArchiveWriter,
     address_directory,
+    address_partition,
     archive_dataset,
     describe_typed,
     message_row,
@@ -198,6 +200,43 @@ def test_address_directories_read_back(tmp_path: Path, address: str) -> None:
     assert table.column("date").to_pylist() == ["2023-11-14"]
 
 
+LONG = "orders/" + "é" * 150 + "/x:y"  # 312 UTF-8 bytes, 3 escaped characters
+LONG_TWIN = LONG[:-1] + "z"  # the same shortened prefix: told apart by the hash
+
+
+@pytest.mark.parametrize("address", [LONG, LONG_TWIN, "%" * 100, "a" * 1000, "~" * 90,
+                                     "~" * 200])
+def test_long_addresses_get_safe_unique_directories(tmp_path: Path, address: str) -> None:
+    directory = address_directory(address)
+    assert len(directory.encode()) <= MAX_DIRECTORY_BYTES
+    assert "/" not in directory and directory.count("~") <= 1
+    others = {address_directory(a) for a in (LONG, LONG_TWIN, "%" * 100, "a" * 1000, "~" * 90,
+                                              "~" * 200) if a != address}
+    assert directory not in others
+    with ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False) as w:
+        w.append(address, encode_message(properties={"subject": "s"}), ARRIVAL)
+        w.append("short", encode_message(properties={"subject": "t"}), ARRIVAL + 1)
+    table = read_archive_table(tmp_path, ["address", "subject"])
+    assert table.column("address").to_pylist() == [address, "short"]
+    assert table.column_names == ["address", "subject", "arrival_ms", "sequence"]
+    shortened = address_partition(address) != address
+    assert (address_directory(address)[len("address="):].endswith(
+        address_partition(address).rpartition("~")[2])) == shortened
+    stored = read_archive_table(tmp_path).column("long_address").to_pylist()
+    assert stored == [address if shortened else None, None]
+
+
+def test_a_short_address_that_looks_shortened_stays_apart(tmp_path: Path) -> None:
+    lookalike = address_partition(LONG)  # a legal address in its own right
+    assert lookalike != LONG and address_directory(lookalike) != address_directory(LONG)
+    with ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False) as w:
+        w.append(LONG, encode_message(properties={"subject": "long"}), ARRIVAL)
+        w.append(lookalike, encode_message(properties={"subject": "lookalike"}), ARRIVAL + 1)
+    table = read_archive_table(tmp_path, ["address", "subject"])
+    assert table.to_pydict()["address"] == [LONG, lookalike]
+    assert table.to_pydict()["subject"] == ["long", "lookalike"]
+
+
 def _files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.rglob("*") if p.is_file())
 
@@ -222,7 +261,7 @@ def test_writer_segments_partitions_and_order(tmp_path: Path) -> None:
     assert table.column("subject").to_pylist() == [str(i) for i in range(10)]
     assert writer.stats.written == 10 and writer.stats.appended == 10
     metadata = pq.read_schema(files[0]).metadata
-    assert metadata[b"filtex.archive.schema_version"] == b"1"
+    assert metadata[b"filtex.archive.schema_version"] == str(SCHEMA_VERSION).encode()
     assert pq.read_schema(files[0]).remove_metadata().equals(ARCHIVE_SCHEMA.remove_metadata())
 
 

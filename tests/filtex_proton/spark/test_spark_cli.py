@@ -97,6 +97,32 @@ def test_select_out_writes_an_archive(spark: SparkSession, corpus: Corpus, tmp_p
     assert out.splitlines()[-1] == str(len(want))
 
 
+def test_select_and_out_with_an_address_too_long_for_a_file_name(
+    spark: SparkSession, tmp_path: Path,
+) -> None:
+    from filtex_proton.amqp.message import encode_message
+    from filtex_proton.spark import ArchiveWriter, read_archive_table
+    from filtex_proton.spark.archive import address_partition
+
+    long = "orders/" + "€" * 100 + "/:*?"  # 315 bytes, some escaped
+    lookalike = address_partition(long)  # a short address equal to its directory value
+    archive, target = tmp_path / "archive", tmp_path / "out"
+    with ArchiveWriter(archive, flush_interval=None, fsync=False, handle_sigterm=False) as w:
+        for i in range(6):
+            w.append([long, lookalike][i % 2], encode_message(
+                properties={"subject": "order"}, header={"priority": i}), 1_700_000_000_000 + i)
+    status, out = run(["select", "--archive", str(archive), "--address", long, "--filter",
+                       "h.priority >= 2", "--out", str(target), "--count"])
+    assert status == 0 and out.splitlines()[-1] == "2"  # priorities 2 and 4, not the twin's
+    table = read_archive_table(target, ["address", "priority"])
+    assert table.to_pydict() == {"address": [long, long], "priority": [2, 4],
+                                 "arrival_ms": [1_700_000_000_002, 1_700_000_000_004],
+                                 "sequence": table.column("sequence").to_pylist()}
+    status, out = run(["select", "--archive", str(archive), "--address", lookalike, "--filter",
+                       "h.priority >= 0", "--count"])
+    assert out.splitlines()[-1] == "3"
+
+
 def test_select_shows_matches_as_typed_json(spark: SparkSession, corpus: Corpus) -> None:
     status, out = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
                        "--show", "3"])

@@ -1,0 +1,237 @@
+"""Prometheus metrics for one broker (opt-in: ``--metrics HOST:PORT``).
+
+The hot path only bumps plain integers the broker keeps anyway (a producer's
+stored messages per node, a consumer's ``sent``, the filter counters of each
+link); this module turns them into metric families when Prometheus scrapes,
+in the HTTP server's thread. The one thing measured on the hot path, the
+evaluation latency, is sampled: one evaluation in ``sample_every`` per link is
+timed. Each broker has a registry of its own, so several brokers in one
+process (the tests) do not clash, and the HTTP server stops with the broker.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Final
+
+from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from broker.config import parse_listen
+from filtex_proton.filterset import FilterStats
+from filtex_proton.plugin import FilterMessage, LinkFilter
+
+if TYPE_CHECKING:
+    from wsgiref.simple_server import WSGIServer
+
+    from broker.consumer import Consumer
+    from broker.node import Node
+    from broker.server import Broker
+
+__all__ = ["BrokerMetrics"]
+
+SAMPLE_EVERY: Final = 64
+"""One evaluation in this many (per link) is timed for the latency histogram."""
+LATENCY_BUCKETS: Final = (1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 5e-3,
+                          0.01, 0.05, 0.1)
+
+
+class _Tracked:
+    """A consumer link the metrics know of: its node, its filter types, its counters."""
+
+    __slots__ = ("consumer", "node", "stats", "types")
+
+    def __init__(
+        self, consumer: Consumer, stats: FilterStats | None, types: tuple[str, ...]
+    ) -> None:
+        self.consumer = consumer
+        self.node: str = consumer.node.name
+        self.stats = stats
+        self.types = types
+
+
+class BrokerMetrics:
+    """The counters of one broker, its registry and its HTTP endpoint."""
+
+    def __init__(self, broker: Broker, *, sample_every: int = SAMPLE_EVERY) -> None:
+        self.broker = broker
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.latency = Histogram(
+            "filtex_evaluation_seconds",
+            f"Time to evaluate a link's filter set on one message (1 in {sample_every} sampled)",
+            buckets=LATENCY_BUCKETS, registry=self.registry,
+        )
+        self.registry.register(_Collector(self))
+        self.link_filter_class = _sampling_link_filter(self.latency, sample_every)
+        """The plugin builds these: a :class:`LinkFilter` that times a sample of evaluations."""
+        self.messages_in: dict[str, int] = {}
+        self._lock = threading.Lock()
+        self._consumers: dict[int, _Tracked] = {}
+        self._filters: dict[int, tuple[str, FilterStats]] = {}
+        """Live filter counters by ``id`` (a durable subscription's outlive its links)."""
+        self._retired_out: dict[str, int] = {}
+        self._retired_filtered: dict[str, int] = {}
+        self._retired_errors: dict[str, int] = {}
+        self._server: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
+        self.address: tuple[str, int] | None = None
+
+    # -- the HTTP endpoint -------------------------------------------------------------
+
+    def serve(self, where: str) -> tuple[str, int]:
+        """Serve ``/metrics`` on ``HOST:PORT`` (port 0: any free port); returns the address."""
+        host, port = parse_listen(where)
+        self._server, self._thread = start_http_server(port, host, registry=self.registry)
+        bound = self._server.server_address
+        self.address = (str(bound[0]), int(bound[1]))
+        return self.address
+
+    def stop(self) -> None:
+        """Stop the HTTP server (idempotent)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+        if self._thread is not None:
+            self._thread.join(10)
+            self._thread = None
+
+    # -- hooks the broker calls in the reactor thread --------------------------------------
+
+    def message_in(self, node: Node) -> None:
+        """A producer stored a message in ``node`` (the hot path: one dict update)."""
+        counts = self.messages_in
+        name = node.name
+        counts[name] = counts.get(name, 0) + 1
+
+    def consumer_attached(self, consumer: Consumer, link_filter: LinkFilter | None) -> None:
+        stats = link_filter.filter_set.stats if link_filter is not None else None
+        types = (tuple(sorted({item.type_name for _, item in link_filter.filter_set.items()}))
+                 if link_filter is not None else ())
+        with self._lock:
+            self._consumers[id(consumer)] = _Tracked(consumer, stats, types)
+            if stats is not None:
+                self._filters[id(stats)] = (consumer.node.name, stats)
+
+    def consumer_detached(self, consumer: Consumer, *, filter_kept: bool) -> None:
+        """Fold the link's counts into its node's totals; ``filter_kept``: a durable
+        subscription keeps filtering (and counting) without its link."""
+        with self._lock:
+            tracked = self._consumers.pop(id(consumer), None)
+            if tracked is None:
+                return
+            _add(self._retired_out, tracked.node, consumer.sent)
+            if tracked.stats is not None and not filter_kept:
+                self._filters.pop(id(tracked.stats), None)
+                _add(self._retired_filtered, tracked.node,
+                     tracked.stats.evaluations - tracked.stats.matches)
+                _add(self._retired_errors, tracked.node, tracked.stats.errors)
+
+    # -- scraping (the HTTP server's thread) -------------------------------------------------
+
+    def collect(self) -> Iterator[Metric]:
+        broker = self.broker
+        with self._lock:
+            out = dict(self._retired_out)
+            filtered = dict(self._retired_filtered)
+            errors = dict(self._retired_errors)
+            links: dict[str, int] = {}
+            for tracked in self._consumers.values():
+                _add(out, tracked.node, tracked.consumer.sent)
+                for name in tracked.types or ("none",):
+                    _add(links, name, 1)
+            for node, stats in self._filters.values():
+                _add(filtered, node, stats.evaluations - stats.matches)
+                _add(errors, node, stats.errors)
+        yield _counter("filtex_messages_in", "Messages stored in a node", "node",
+                       dict(self.messages_in))
+        yield _counter("filtex_messages_out", "Messages sent to consumers of a node", "node", out)
+        yield _counter("filtex_messages_filtered_out",
+                       "Filter verdicts that made a message ineligible for a link (false, "
+                       "unknown, error or over budget)", "node", filtered)
+        yield _counter("filtex_evaluation_errors",
+                       "Filter evaluations that caught an error (spec §2.3)", "node", errors)
+        yield _gauge("filtex_consumer_links",
+                     "Consumer links attached, by the filter types in their filter set",
+                     "filter_type", links)
+        refusals = dict(broker.plugin.stats.refusals)
+        for reason, count in list(broker.links.refusals.items()):
+            _add(refusals, reason, count)
+        yield _counter("filtex_link_refusals", "Links refused, by reason (the filter type, "
+                       "'limit', or the broker's condition)", "reason", refusals)
+        depths = {f"{node.kind}:{name}": node.depth()
+                  for name, node in list(broker.registry.nodes.items())}
+        yield _depth_gauge(depths)
+        yield _gauge("filtex_connections", "Client connections open", None,
+                     {"": len(broker.clients)})
+        induced = broker.induced_errors
+        yield _counter("filtex_induced_evaluation_errors",
+                       "Evaluation errors charged to the producing connections (spec §7.2)",
+                       None, {"": induced.total()})
+        yield _counter("filtex_connections_closed_for_errors",
+                       "Producing connections closed for inducing evaluation errors", None,
+                       {"": induced.closed})
+
+
+class _Collector(Collector):
+    """Registered in the broker's registry; asks :class:`BrokerMetrics` at scrape time."""
+
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterable[Metric]:
+        return self.metrics.collect()
+
+
+def _sampling_link_filter(histogram: Histogram, every: int) -> type[LinkFilter]:
+    """A :class:`LinkFilter` that times one evaluation in ``every`` into ``histogram``."""
+    clock = time.perf_counter
+
+    class SampledLinkFilter(LinkFilter):
+        __slots__ = ("_countdown",)
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._countdown = every
+
+        def matches(self, message: FilterMessage) -> bool:
+            self._countdown -= 1
+            if self._countdown:
+                return LinkFilter.matches(self, message)
+            self._countdown = every
+            start = clock()
+            result = LinkFilter.matches(self, message)
+            histogram.observe(clock() - start)
+            return result
+
+    return SampledLinkFilter
+
+
+def _add(counts: dict[str, int], key: str, value: int) -> None:
+    counts[key] = counts.get(key, 0) + value
+
+
+def _counter(name: str, text: str, label: str | None, values: dict[str, int]) -> Metric:
+    family = CounterMetricFamily(name, text, labels=[label] if label else None)
+    for key, value in sorted(values.items()):
+        family.add_metric([key] if label else [], value)
+    return family
+
+
+def _gauge(name: str, text: str, label: str | None, values: dict[str, int]) -> Metric:
+    family = GaugeMetricFamily(name, text, labels=[label] if label else None)
+    for key, value in sorted(values.items()):
+        family.add_metric([key] if label else [], value)
+    return family
+
+
+def _depth_gauge(depths: dict[str, int]) -> Metric:
+    family = GaugeMetricFamily("filtex_node_depth", "Messages held by a node (queued or "
+                               "delivered and unsettled)", labels=["kind", "node"])
+    for key, value in sorted(depths.items()):
+        kind, _, name = key.partition(":")
+        family.add_metric([kind, name], value)
+    return family

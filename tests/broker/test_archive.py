@@ -1,0 +1,354 @@
+"""``filtex-broker --archive``: what nodes accept ends up in the Parquet archive, typed.
+
+Real brokers (a subprocess for the console script and SIGTERM, threads elsewhere),
+real proton senders and receivers over sockets; the archive is read back with
+``filtex_proton.spark`` (pyarrow alone, and Spark for the filter comparison).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+
+from broker_clients import (  # noqa: E402
+    TIMEOUT,
+    BrokerFactory,
+    RunningBroker,
+    connect,
+    raw_receiver,
+    send_raw,
+    sql,
+    wait_received,
+)
+from proton import Delivery, symbol, ubyte, uint  # noqa: E402
+
+from broker.config import ConfigError, load_config  # noqa: E402
+from filtex_proton.amqp.message import encode_message  # noqa: E402
+from filtex_proton.spark.archive import (  # noqa: E402
+    address_directory,
+    describe_typed,
+    read_archive_table,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+REPO = Path(__file__).resolve().parents[2]
+LONG_ADDRESS = "archive/" + "ü" * 140 + "/end?x=1"  # > 240 bytes escaped, unsafe characters
+
+
+def order(i: int, region: str, *, to: str | None = None) -> bytes:
+    """A message with typed fields the archive must keep apart (uint vs long, symbol)."""
+    properties: dict[str, Any] = {"subject": f"order.{i % 3}", "message-id": i}
+    if to is not None:
+        properties["to"] = to
+    return encode_message(
+        header={"priority": ubyte(i % 10), "durable": i % 2 == 0},
+        properties=properties,
+        message_annotations={symbol("x-opt-seq"): uint(i)},
+        application_properties={"region": region, "n": i, "u": uint(i)},
+        body=f"body {i}",
+    )
+
+
+def send_all(url: str, address: str | None, messages: list[bytes]) -> None:
+    conn = connect(url)
+    sender = conn.create_sender(address)
+    for data in messages:
+        assert send_raw(conn, sender, data).remote_state == Delivery.ACCEPTED
+    conn.close()
+
+
+def stop(running: RunningBroker) -> None:
+    """Stop a threaded broker: its archive is flushed and closed when ``run`` returns."""
+    running.broker.stop()
+    running.thread.join(TIMEOUT)
+    assert not running.thread.is_alive()
+
+
+# ----------------------------------------------------------------------------- the process
+
+
+@pytest.fixture
+def archiving_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], str, Path]]:
+    archive = tmp_path / "archive"
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+         "--archive", str(archive)],
+        cwd=REPO, stderr=subprocess.PIPE, text=True,
+    )
+    deadline = time.monotonic() + TIMEOUT
+    while not ready.exists():  # the broker writes it atomically once bound
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "the broker did not start"
+        time.sleep(0.02)
+    yield proc, ready.read_text().split()[0], archive
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_flushes_every_accepted_message_with_typed_columns(
+    archiving_process: tuple[subprocess.Popen[str], str, Path], signum: int,
+) -> None:
+    proc, url, archive = archiving_process
+    orders = [order(i, ["AMER", "EMEA", "APAC"][i % 3]) for i in range(60)]
+    audit = [encode_message(properties={"subject": "audit"}, body=b"\x00\x01")]
+    send_all(url, "orders", orders)
+    send_all(url, "audit", audit)
+    proc.send_signal(signum)
+    assert proc.wait(timeout=TIMEOUT) == 0
+    assert proc.stderr is not None
+    log = proc.stderr.read()
+    assert "archive closed: 61 message(s) archived" in log and "0 lost" in log
+
+    table = read_archive_table(archive)
+    rows = table.to_pylist()
+    assert [r["raw"] for r in rows if r["address"] == "orders"] == orders  # in arrival order
+    assert [r["raw"] for r in rows if r["address"] == "audit"] == audit
+    first = next(r for r in rows if r["address"] == "orders")
+    assert first["subject"] == "order.0" and first["priority"] == 0 and first["durable"] is True
+    assert first["to"] is None and first["ttl"] is None  # absent fields are NULL
+    assert first["regular"] is True and first["decode_error"] is None
+    app = dict(first["application_properties"])
+    assert set(app) == {"string:region", "string:n", "string:u"}
+    assert (app["string:n"]["type"], app["string:u"]["type"]) == ("long", "uint")
+    assert type(describe_typed(app["string:u"])) is uint
+    annotations = dict(first["message_annotations"])
+    assert annotations["symbol:x-opt-seq"]["type"] == "uint"
+    assert first["message_id"]["type"] == "ulong" and first["message_id"]["long"] == 0
+    assert all(r["date"] == time.strftime("%Y-%m-%d", time.gmtime(r["arrival_ms"] / 1000))
+               for r in rows)
+
+
+# ----------------------------------------------------------------------------- which nodes
+
+
+def test_archive_nodes_archives_only_matching_addresses(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    running = broker_factory(archive=str(tmp_path), archive_nodes=("orders.*", "audit"))
+    send_all(running.url, "orders.eu", [order(1, "EMEA")])
+    send_all(running.url, "orders", [order(2, "EMEA")])  # no dot: not orders.*
+    send_all(running.url, "audit", [order(3, "AMER")])
+    send_all(running.url, None, [order(4, "AMER", to="orders.us"), order(5, "AMER", to="x")])
+    stop(running)
+    table = read_archive_table(tmp_path, ["address", "message_id"])
+    assert table.column("address").to_pylist() == ["orders.eu", "audit", "orders.us"]
+    assert [v["long"] for v in table.column("message_id").to_pylist()] == [1, 3, 4]
+
+
+def test_without_archive_nodes_every_node_is_archived_and_dead_letters_are_not_producers(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    running = broker_factory(archive=str(tmp_path))
+    send_all(running.url, "a", [order(1, "EMEA")])
+    send_all(running.url, "b", [order(2, "EMEA")])
+    stop(running)
+    assert read_archive_table(tmp_path, ["address"]).column("address").to_pylist() == ["a", "b"]
+
+
+def test_long_and_unsafe_address_is_archived_under_a_safe_directory(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    running = broker_factory(archive=str(tmp_path))
+    messages = [order(i, "EMEA") for i in range(3)]
+    send_all(running.url, LONG_ADDRESS, messages)
+    stop(running)
+    directory = address_directory(LONG_ADDRESS)
+    assert len(directory.encode()) <= 240 and (tmp_path / directory).is_dir()
+    table = read_archive_table(tmp_path, ["address", "raw"])
+    assert table.column("address").to_pylist() == [LONG_ADDRESS] * 3
+    assert table.column("raw").to_pylist() == messages
+
+
+# ----------------------------------------------------------------------------- back-pressure
+
+
+def test_a_slow_archive_stalls_producers_and_loses_nothing(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    # One byte of queue: every credit top-up finds the archive "behind" and waits for the
+    # writer thread to wake the producer; all messages still arrive, none is lost.
+    running = broker_factory(archive=str(tmp_path), archive_max_pending_bytes=1, credit_window=4)
+    messages = [order(i, "EMEA") for i in range(200)]
+    send_all(running.url, "q", messages)
+    archiver = running.broker.archive
+    assert archiver is not None
+    stop(running)
+    assert archiver.stats.offered == archiver.stats.appended == 200
+    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == messages
+
+
+def test_a_stuck_archive_holds_back_its_producers_not_the_broker(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    running = broker_factory(archive=str(tmp_path), archive_nodes=("archived",),
+                             archive_max_pending_bytes=1000, credit_window=10)
+    archiver = running.broker.archive
+    assert archiver is not None
+    messages = [order(i, "EMEA") for i in range(100)]
+    sender = threading.Thread(target=send_all, args=(running.url, "archived", messages))
+    with archiver.writer._lock:  # the writer thread cannot append: the archive is stuck
+        sender.start()
+        deadline = time.monotonic() + TIMEOUT
+        while archiver.stats.stalls == 0:  # waiting for the broker to withhold credit
+            assert time.monotonic() < deadline, "the producer was never stalled"
+            time.sleep(0.01)
+        # The reactor is not blocked: other nodes are served meanwhile.
+        send_all(running.url, "other", [order(7, "AMER")])
+        conn = connect(running.url)
+        _, handler = raw_receiver(conn, "other", credit=1)
+        assert len(wait_received(conn, handler, 1)) == 1
+        conn.close()
+        taken = archiver.stats.offered
+        assert taken < len(messages)  # at most what was granted before the stall
+        assert sender.is_alive()
+    sender.join(TIMEOUT)
+    assert not sender.is_alive()
+    stop(running)
+    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == messages
+
+
+def test_a_write_error_is_logged_counted_and_the_broker_goes_on(
+    broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "filtex.broker.archive")
+    (tmp_path / address_directory("blocked")).write_text("a file where a directory must go")
+    running = broker_factory(archive=str(tmp_path))
+    send_all(running.url, "blocked", [order(1, "EMEA"), order(2, "EMEA")])
+    send_all(running.url, "fine", [order(3, "EMEA")])
+    conn = connect(running.url)
+    _, handler = raw_receiver(conn, "blocked", credit=10)
+    assert len(wait_received(conn, handler, 2)) == 2  # the node kept its messages
+    conn.close()
+    archiver = running.broker.archive
+    assert archiver is not None
+    stop(running)
+    assert archiver.writer.stats.dropped == 2 and archiver.stats.errors >= 1
+    assert "the final flush" in caplog.text and "2 lost to write errors" in caplog.text
+    (tmp_path / address_directory("blocked")).unlink()  # the obstacle is no Parquet file
+    assert read_archive_table(tmp_path, ["address"]).column("address").to_pylist() == ["fine"]
+
+
+# ----------------------------------------------------------------------------- replay
+
+
+def test_replay_from_the_archive_into_a_broker_keeps_archive_order(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    from filtex_proton.spark.replay import Position, Replayer
+
+    running = broker_factory(archive=str(tmp_path))
+    messages = [order(i, "EMEA") for i in range(300)]
+    send_all(running.url, "orders", messages)
+    stop(running)
+    table = read_archive_table(tmp_path, ["raw", "address"])
+    source = [(r["raw"], Position(r["arrival_ms"], r["sequence"], r["address"]))
+              for r in table.to_pylist()]
+    target = broker_factory()  # a fresh broker: the replay's destination
+    result = Replayer(f"amqp://{target.url}/replayed", source, window=64).run()
+    assert result.error is None and result.accepted == len(messages) and result.rejected == 0
+    conn = connect(target.url)
+    _, handler = raw_receiver(conn, "replayed", credit=len(messages))
+    assert [data for data, _ in wait_received(conn, handler, len(messages))] == messages
+    conn.close()
+
+
+# ----------------------------------------------------------------------------- configuration
+
+
+def test_archive_settings_from_flags_environment_and_toml(tmp_path: Path) -> None:
+    config = load_config(["--archive", "/a", "--archive-node", "x.*", "--archive-node", "y"],
+                         env={})
+    assert (config.archive, config.archive_nodes) == ("/a", ("x.*", "y"))
+    config = load_config([], env={"FILTEX_ARCHIVE": "/b", "FILTEX_ARCHIVE_NODES": "p,q",
+                                  "FILTEX_ARCHIVE_MAX_PENDING_BYTES": "1000"})
+    assert (config.archive, config.archive_nodes, config.archive_max_pending_bytes) == (
+        "/b", ("p", "q"), 1000)
+    toml = tmp_path / "broker.toml"
+    toml.write_text('[broker]\narchive = "/c"\narchive_nodes = ["orders.*"]\n')
+    config = load_config(["--config", str(toml)], env={})
+    assert (config.archive, config.archive_nodes) == ("/c", ("orders.*",))
+    with pytest.raises(ConfigError, match="archive_nodes needs archive"):
+        load_config(["--archive-node", "x"], env={})
+    with pytest.raises(ConfigError, match="relay"):
+        load_config(["--archive", "/a", "--upstream", "amqp://h:1"], env={})
+
+
+def test_an_archive_that_cannot_be_opened_is_a_clear_exit_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = subprocess.run(
+        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--archive",
+         str(blocker / "archive")],
+        cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )
+    assert result.returncode == 1
+    assert "cannot open the archive" in result.stderr
+
+
+# ----------------------------------------------------------------------------- Spark
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[SparkSession]:
+    """The same local session the Spark tests use (``getOrCreate`` shares it in one run)."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        pytest.skip("pyspark is not installed (pip install -e '.[spark]')")
+    java_home = os.environ.get("JAVA_HOME")
+    if shutil.which("java") is None and not (java_home and Path(java_home, "bin", "java").exists()):
+        pytest.skip("no Java runtime for Spark")
+    from filtex_proton.spark import spark_session
+
+    session = spark_session("local[2]", app_name="filtex-spark-tests", config={
+        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
+        "spark.ui.enabled": "false", "spark.driver.memory": "2g",
+    })
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+
+
+def test_filter_on_the_archive_equals_what_a_live_filtered_consumer_got(
+    broker_factory: BrokerFactory, tmp_path: Path, spark: SparkSession,
+) -> None:
+    from filtex_proton.amqp.message import RawMessageView
+    from filtex_proton.spark import apply_filter, as_filter_set, read_archive
+
+    selector = ("region IN ('AMER', 'EMEA') AND (h.priority > 4 OR u >= 30) "
+                "AND p.subject <> 'order.1'")
+    running = broker_factory(archive=str(tmp_path))
+    conn = connect(running.url)
+    _, handler = raw_receiver(conn, "orders", credit=1000, options=sql(selector))
+    messages = [order(i, ["AMER", "EMEA", "APAC"][i % 3]) for i in range(90)]
+    send_all(running.url, "orders", messages)
+    send_all(running.url, LONG_ADDRESS, messages[:5])  # another node: not in the comparison
+    expected = [m for m in messages if as_filter_set(selector).matches(RawMessageView(m))]
+    assert 0 < len(expected) < len(messages)
+    live = [data for data, _ in wait_received(conn, handler, len(expected))]
+    assert live == expected
+    conn.close()
+    stop(running)
+
+    df = read_archive(spark, tmp_path, ["orders"])
+    matched = apply_filter(df, selector).orderBy("arrival_ms", "sequence")
+    assert [bytes(r["raw"]) for r in matched.select("raw").collect()] == live
+    long_rows = read_archive(spark, tmp_path, [LONG_ADDRESS]).select("address").collect()
+    assert [r["address"] for r in long_rows] == [LONG_ADDRESS] * 5

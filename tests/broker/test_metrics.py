@@ -1,0 +1,169 @@
+"""Prometheus metrics (``--metrics``): scraped over HTTP after real AMQP traffic."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import pytest
+from broker_clients import (
+    BrokerFactory,
+    RunningBroker,
+    bodies,
+    connect,
+    message,
+    nothing_more,
+    raw_receiver,
+    refusal_of,
+    send,
+    send_raw,
+    sql,
+    wait_received,
+)
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.config import BrokerConfig, ConfigError, load_config
+from broker.server import Broker
+from filtex_proton.amqp.message import encode_message
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(broker: RunningBroker) -> Samples:
+    metrics = broker.broker.metrics
+    assert metrics is not None and metrics.address is not None
+    host, port = metrics.address
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=30) as response:
+        assert response.status == 200
+        text = response.read().decode()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def poisoned() -> bytes:
+    """Application property ``k`` is not UTF-8: a filter reading it fails."""
+    return encode_message(application_properties={"k": "KKK"}).replace(b"KKK", b"\xed\xa0\x80")
+
+
+@pytest.fixture
+def metered(broker_factory: BrokerFactory) -> RunningBroker:
+    return broker_factory(metrics="127.0.0.1:0")
+
+
+def test_traffic_filters_refusals_and_depths_are_counted(metered: RunningBroker) -> None:
+    conn = connect(metered.url)
+    low = conn.create_receiver("q", credit=100, options=sql("k < 5"), name="low")
+    sender = conn.create_sender("q")
+    send(sender, *(message(f"m{k}", k=k) for k in range(10)))
+    send_raw(conn, sender, poisoned())
+    assert bodies(low, 5) == [f"m{k}" for k in range(5)]
+    assert nothing_more(conn, low)
+    rest, handler = raw_receiver(conn, "q", name="rest")  # accepts what it gets, as bytes
+    assert len(wait_received(conn, handler, 6, flow=100, link=rest.link)) == 6
+    assert nothing_more(conn, rest)  # a round trip: the broker has had every accept
+    held = conn.create_sender("held")
+    send(held, message(1), message(2), message(3))
+    refusal_of(conn, "q", sql("k = = 1"), name="bad-sql")
+    refusal_of(conn, None, name="no-such-subscription")
+
+    samples = scrape(metered)
+    assert value(samples, "filtex_messages_in_total", node="q") == 11
+    assert value(samples, "filtex_messages_in_total", node="held") == 3
+    assert value(samples, "filtex_messages_out_total", node="q") == 11
+    assert value(samples, "filtex_messages_filtered_out_total", node="q") == 6  # 5 + the poison
+    assert value(samples, "filtex_evaluation_errors_total", node="q") == 1
+    assert value(samples, "filtex_induced_evaluation_errors_total") == 1
+    assert value(samples, "filtex_consumer_links", filter_type="amqp:sql-filter") == 1
+    assert value(samples, "filtex_consumer_links", filter_type="none") == 1
+    assert value(samples, "filtex_link_refusals_total", reason="amqp:sql-filter") == 1
+    assert value(samples, "filtex_link_refusals_total", reason="amqp:not-found") == 1
+    assert value(samples, "filtex_node_depth", kind="queue", node="held") == 3
+    assert value(samples, "filtex_node_depth", kind="queue", node="q") == 0
+    assert value(samples, "filtex_connections") == 1
+
+    # Counters never go down: a detached link's counts stay with its node.
+    low.close()
+    after = scrape(metered)
+    assert value(after, "filtex_messages_filtered_out_total", node="q") == 6
+    assert value(after, "filtex_messages_out_total", node="q") == 11
+    assert value(after, "filtex_consumer_links", filter_type="amqp:sql-filter") == 0
+    conn.close()
+
+
+def test_the_evaluation_latency_is_sampled(metered: RunningBroker) -> None:
+    conn = connect(metered.url)
+    receiver = conn.create_receiver("q", credit=200, options=sql("k >= 0"))
+    sender = conn.create_sender("q")
+    send(sender, *(message(k, k=k) for k in range(128)))
+    assert len(bodies(receiver, 128)) == 128
+    samples = scrape(metered)
+    assert value(samples, "filtex_evaluation_seconds_count") == 2  # 1 in 64
+    assert 0 < value(samples, "filtex_evaluation_seconds_sum") < 10
+    assert value(samples, "filtex_evaluation_seconds_bucket", le="+Inf") == 2
+    conn.close()
+
+
+def test_topic_subscriptions_are_counted_per_topic(metered: RunningBroker) -> None:
+    from broker_clients import TopicOption
+
+    conn = connect(metered.url)
+    red = conn.create_receiver("news", credit=10, options=[TopicOption(), sql("c = 'red'")],
+                               name="red")
+    sender = conn.create_sender("news", options=TopicOption())
+    send(sender, message("r", c="red"), message("b", c="blue"))
+    assert bodies(red, 1) == ["r"]
+    samples = scrape(metered)
+    assert value(samples, "filtex_messages_in_total", node="news") == 2
+    assert value(samples, "filtex_messages_out_total", node="news") == 1
+    assert value(samples, "filtex_messages_filtered_out_total", node="news") == 1
+    conn.close()
+
+
+def test_the_endpoint_stops_with_the_broker(broker_factory: BrokerFactory) -> None:
+    running = broker_factory(metrics="127.0.0.1:0")
+    assert scrape(running)  # serving
+    metrics = running.broker.metrics
+    assert metrics is not None and metrics.address is not None
+    host, port = metrics.address
+    running.broker.stop()
+    running.thread.join(60)
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5)
+
+
+def test_two_brokers_in_one_process_have_their_own_registries(
+    broker_factory: BrokerFactory,
+) -> None:
+    one, two = broker_factory(metrics="127.0.0.1:0"), broker_factory(metrics="127.0.0.1:0")
+    conn = connect(one.url)
+    send(conn.create_sender("q"), message(1))
+    assert value(scrape(one), "filtex_messages_in_total", node="q") == 1
+    assert value(scrape(two), "filtex_messages_in_total", node="q") == 0
+    conn.close()
+
+
+def test_metrics_are_off_by_default_and_checked_when_on() -> None:
+    assert Broker(BrokerConfig(listen=(("127.0.0.1", 0),))).metrics is None
+    with pytest.raises(ConfigError, match="listen address"):
+        load_config(["--metrics", "nowhere"], env={})
+    assert load_config(["--metrics", "127.0.0.1:9108"], env={}).metrics == "127.0.0.1:9108"
+
+
+def test_a_metrics_address_in_use_fails_the_start() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        broker = Broker(BrokerConfig(listen=(("127.0.0.1", 0),), metrics=f"127.0.0.1:{port}"))
+        with pytest.raises(RuntimeError, match="failed to start"):
+            broker.start_in_thread()
+    assert isinstance(broker.error, OSError)

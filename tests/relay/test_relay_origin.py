@@ -1,0 +1,54 @@
+"""The relay's origin mark (no sockets): added losslessly, replaced not duplicated, read back."""
+
+from __future__ import annotations
+
+import pytest
+from proton import Message, byte, symbol
+
+from broker.relay_origin import ORIGIN_KEY, OriginStamp
+from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.amqp.message import RawMessageView
+
+
+def _decode(data: bytes) -> Message:
+    message = Message()
+    message.decode(data)
+    return message
+
+
+def test_a_message_without_annotations_gets_a_section_after_the_header() -> None:
+    stamp = OriginStamp()
+    original = Message(id=1, body="x", durable=True, properties={"a": 1})
+    data = stamp.stamp(RawMessageView(original.encode()), 7)
+    decoded = _decode(data)
+    assert decoded.annotations == {ORIGIN_KEY: f"{stamp.instance}:7"}
+    assert (decoded.durable, decoded.id, decoded.body, decoded.properties) == (
+        True, 1, "x", {"a": 1})
+    assert stamp.origin(RawMessageView(data)) == 7
+
+
+def test_existing_annotations_keep_their_types_and_a_second_stamp_replaces_the_first() -> None:
+    stamp = OriginStamp()
+    original = Message(body=b"\x00\x01", annotations={symbol("x-opt-jms-msg-type"): byte(5)})
+    once = stamp.stamp(RawMessageView(original.encode()), 1)
+    twice = stamp.stamp(RawMessageView(once), 2)
+    annotations = _decode(twice).annotations
+    assert annotations == {symbol("x-opt-jms-msg-type"): 5, ORIGIN_KEY: f"{stamp.instance}:2"}
+    assert isinstance(annotations[symbol("x-opt-jms-msg-type")], byte)
+    assert stamp.origin(RawMessageView(twice)) == 2
+
+
+def test_another_relays_mark_names_nobody_here() -> None:
+    data = OriginStamp("elsewhere").stamp(RawMessageView(Message(body=1).encode()), 3)
+    assert OriginStamp("here").origin(RawMessageView(data)) is None
+    assert OriginStamp("here").origin(RawMessageView(Message(body=1).encode())) is None
+
+
+def test_annotations_that_are_not_a_map_are_a_decode_error() -> None:
+    # message-annotations (0x72) holding a null is allowed; a truncated map is not
+    null_section = b"\x00\x53\x72\x40" + b"\x00\x53\x77\xa1\x01x"
+    data = OriginStamp("s").stamp(RawMessageView(null_section), 4)
+    assert OriginStamp("s").origin(RawMessageView(data)) == 4
+    broken = b"\x00\x53\x72\xc1\x05\x02\xa3\x01k" + b"\x00\x53\x77\x40"
+    with pytest.raises(DecodeError):
+        OriginStamp("s").stamp(RawMessageView(broken), 4)

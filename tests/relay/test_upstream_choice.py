@@ -1,0 +1,92 @@
+"""Relay mode without sockets: the pushdown decision table and the upstream TLS settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from proton import symbol
+
+from broker.config import ConfigError, load_config
+from broker.upstream_brokers import KNOWN_BROKERS, decide_pushdown
+
+
+@pytest.mark.parametrize(("product", "version", "pushdown"), [
+    ("apache-activemq-artemis", "2.44.0", True),
+    ("ActiveMQ", "5.18.3", True),
+    ("qpid-cpp", "1.39.0", True),
+    ("qpid-java-broker", "9.2.0", True),
+    ("Qpid Broker-J", "9.2.0", True),
+    ("RabbitMQ", "3.10.8", False),
+    ("RabbitMQ", "4.0.5", False),
+    ("some-other-broker", "1.0", False),
+])
+def test_auto_decides_by_the_product_the_upstream_names(
+    product: str, version: str, pushdown: bool,
+) -> None:
+    properties = {symbol("product"): product, symbol("version"): version}
+    decision = decide_pushdown("auto", [], properties)
+    assert decision.pushdown is pushdown
+    assert version in decision.reason  # the log says which broker it took it for
+
+
+def test_the_capability_wins_whatever_the_product() -> None:
+    offered = [symbol("APACHE.ORG:SELECTOR")]
+    assert decide_pushdown("auto", offered, {symbol("product"): "RabbitMQ"}).pushdown
+    assert decide_pushdown("auto", offered, None).pushdown
+
+
+def test_no_product_and_no_capability_means_no_pushdown() -> None:
+    decision = decide_pushdown("auto", [symbol("ANONYMOUS-RELAY")], None)
+    assert not decision.pushdown
+    assert "names no product" in decision.reason
+    assert not decide_pushdown("auto", [], {symbol("product"): 42}).pushdown
+
+
+def test_always_and_never_ignore_the_open_frame() -> None:
+    artemis = {symbol("product"): "apache-activemq-artemis"}
+    assert not decide_pushdown("never", [symbol("APACHE.ORG:SELECTOR")], artemis).pushdown
+    assert decide_pushdown("always", [], {symbol("product"): "RabbitMQ"}).pushdown
+
+
+def test_every_table_entry_is_reachable_by_its_product_names() -> None:
+    for broker in KNOWN_BROKERS:
+        for product in broker.products:
+            decision = decide_pushdown("auto", [], {"product": product.upper()})
+            assert decision.pushdown is broker.evaluates_selectors
+            assert broker.label in decision.reason
+
+
+def _pem(tmp_path: Path, name: str) -> str:
+    path = tmp_path / name
+    path.write_text("-----BEGIN CERTIFICATE-----\n")
+    return str(path)
+
+
+def test_tls_settings_from_flags_and_environment(tmp_path: Path) -> None:
+    ca = _pem(tmp_path, "ca.pem")
+    config = load_config(["--upstream", "amqps://h:5671", "--upstream-ca", ca,
+                          "--no-upstream-verify-hostname"], env={})
+    assert config.upstream_ca == ca
+    assert config.upstream_verify_hostname is False
+    assert load_config(["--upstream", "amqps://h:5671"], env={}).upstream_verify_hostname
+    from_env = load_config([], env={"FILTEX_UPSTREAM": "amqps://h:5671",
+                                    "FILTEX_UPSTREAM_VERIFY_HOSTNAME": "no"})
+    assert from_env.upstream_verify_hostname is False
+
+
+@pytest.mark.parametrize(("argv", "text"), [
+    (["--upstream", "amqp://h:5672", "--upstream-ca", "CA"], "need an amqps:// upstream"),
+    (["--upstream", "amqps://h:5671", "--upstream-ca", "/no/such.pem"], "not a readable file"),
+    (["--upstream", "amqps://h:5671", "--upstream-cert", "CA"], "go together"),
+])
+def test_bad_tls_settings_are_refused(tmp_path: Path, argv: list[str], text: str) -> None:
+    argv = [_pem(tmp_path, "ca.pem") if a == "CA" else a for a in argv]
+    with pytest.raises(ConfigError, match=text):
+        load_config(argv, env={})
+
+
+def test_a_yes_no_setting_must_say_yes_or_no() -> None:
+    with pytest.raises(ConfigError, match="upstream_verify_hostname must be bool"):
+        load_config([], env={"FILTEX_UPSTREAM_VERIFY_HOSTNAME": "maybe"})
+
