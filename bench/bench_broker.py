@@ -27,6 +27,7 @@ the broker with py-spy (``pip install py-spy``) during each scenario.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import shutil
@@ -316,10 +317,16 @@ def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue
 
 
 def cpu_seconds(pid: int) -> float:
-    """User plus system CPU time of a process so far (Linux ``/proc``): less disturbed by
-    other load on a shared machine than the delivered rate is."""
+    """User plus system CPU time of a process and its live children (the archive writer)
+    so far (Linux ``/proc``): less disturbed by other load on a shared machine than the
+    delivered rate is."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError):  # a thread (or a child) that just ended
+            for child in (task / "children").read_text().split():
+                own += cpu_seconds(int(child))
+    return own
 
 
 def main() -> int:

@@ -28,7 +28,8 @@ def tune_gc() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the broker; 0 after SIGINT/SIGTERM, 2 for a bad configuration, 1 if it cannot run."""
+    """Run the broker; 0 after SIGINT/SIGTERM (SIGHUP reloads the users file), 2 for a bad
+    configuration, 1 if it cannot run."""
     try:
         config = load_config(argv)
     except ConfigError as exc:
@@ -48,8 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("received %s", signal.Signals(signum).name)
         broker.stop()
 
+    def on_hangup(signum: int, frame: FrameType | None) -> None:
+        log.info("received SIGHUP: reloading the users file")
+        broker.reload_users()
+
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)
     try:
         broker.run()
     except OSError as exc:

@@ -10,20 +10,25 @@ anonymous-relay links of restricted users. The rules:
   topic's address;
 * a link the broker receives on needs ``send`` on the target address; an
   anonymous relay (no address) is allowed, each message is checked against
-  its ``properties.to`` and rejected with ``amqp:unauthorized-access``;
+  its ``properties.to`` and rejected with ``amqp:unauthorized-access`` - on
+  our own nodes (:class:`GuardedRelayProducer`) and in relay mode
+  (:func:`guard_relay`: the relay producer's per-message ``guard``) alike;
 * dynamic nodes (request/reply) are allowed to any authenticated user: the
   broker names them, and they live only as long as the link.
 
 Connections accepted without security (no users file, no TLS) carry no
-principal and are never checked.
+identity and are never checked. The grants are looked up at each attach, so
+a users file reloaded on SIGHUP applies to the next attach; a link keeps the
+grants it was attached with.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from proton import Link, Sender
+from proton import Condition, Link, Sender
 
 from broker.engine import REJECTED
 from broker.permissions import Action, Principal
@@ -32,21 +37,28 @@ from broker.registry import Registry
 from broker.terminus import read_terminus
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.view import Section
+from filtex_proton.plugin import FilterMessage
 
-__all__ = ["UNAUTHORIZED", "GuardedRelayProducer", "principal_of", "refusal"]
+if TYPE_CHECKING:
+    from broker.auth import Identity
+    from broker.relay import RelayProducer
+
+__all__ = ["UNAUTHORIZED", "GuardedRelayProducer", "guard_relay", "principal_of", "refusal",
+           "relay_refusal"]
 
 log = logging.getLogger("filtex.broker.auth")
 
 UNAUTHORIZED: Final = "amqp:unauthorized-access"
+DECODE_ERROR: Final = "amqp:decode-error"
 
 
 def principal_of(link: Link) -> Principal | None:
-    """The connection's principal (None: an unsecured listener, nothing to check)."""
-    return getattr(link.connection, "broker_principal", None)
+    """The connection's user with its current grants (None: an unsecured listener)."""
+    identity: Identity | None = getattr(link.connection, "broker_identity", None)
+    return identity.principal() if identity is not None else None
 
 
-def refusal(link: Link, principal: Principal, registry: Registry, container: str, *,
-            relay: bool) -> str | None:
+def refusal(link: Link, principal: Principal, registry: Registry, container: str) -> str | None:
     """Why ``principal`` may not attach ``link`` (None: it may)."""
     if isinstance(link, Sender):
         request = read_terminus(link.remote_source)
@@ -59,9 +71,6 @@ def refusal(link: Link, principal: Principal, registry: Registry, container: str
         request = read_terminus(link.remote_target)
         action = Action.SEND
         address = request.address
-        if address is None and not request.dynamic and relay and principal.grants is not None:
-            return (f"user {principal.name!r}: anonymous relay links are not available to "
-                    "users with address permissions in relay mode")
     if request.dynamic or address is None:
         return None
     if principal.allows(action, address):
@@ -69,12 +78,20 @@ def refusal(link: Link, principal: Principal, registry: Registry, container: str
     return f"user {principal.name!r} has no {action.value} permission for {address!r}"
 
 
-def _recipient(producer: Producer, data: bytes) -> str | None:
+def relay_refusal(principal: Principal, link_name: str,
+                  message: FilterMessage) -> Condition | None:
+    """Why a message on an anonymous relay may not go to its ``to`` (None: it may)."""
     try:
-        to = producer.make_message(data, producer.origin).view.field(Section.PROPERTIES, "to")
-    except DecodeError:
-        return None  # the producer rejects it as malformed
-    return to if isinstance(to, str) else None
+        to = message.view.field(Section.PROPERTIES, "to")
+    except DecodeError as exc:
+        return Condition(DECODE_ERROR, f"not an AMQP message: {exc}")
+    if to is None:
+        return None  # no destination: refused downstream as unroutable, nothing to authorise
+    if isinstance(to, str) and principal.allows(Action.SEND, to):
+        return None
+    log.warning("event=refusal reason=%s user=%r link=%r address=%r", UNAUTHORIZED,
+                principal.name, link_name, to)
+    return Condition(UNAUTHORIZED, f"user {principal.name!r} has no send permission for {to!r}")
 
 
 class GuardedRelayProducer(Producer):
@@ -87,11 +104,16 @@ class GuardedRelayProducer(Producer):
         self.principal = principal
 
     def _store(self, delivery: Any, data: bytes) -> None:
-        to = _recipient(self, data)
-        if to is not None and not self.principal.allows(Action.SEND, to):
-            log.warning("event=refusal reason=%s user=%r link=%r address=%r", UNAUTHORIZED,
-                        self.principal.name, self.name, to)
-            self._settle(delivery, REJECTED, UNAUTHORIZED,
-                         f"user {self.principal.name!r} has no send permission for {to!r}")
+        refused = relay_refusal(self.principal, self.name, self.make_message(data, self.origin))
+        if refused is not None:
+            self._settle(delivery, REJECTED, str(refused.name), refused.description or "")
             return
         super()._store(delivery, data)
+
+
+def guard_relay(producer: RelayProducer, principal: Principal | None) -> None:
+    """Relay mode: check each message of a restricted user's anonymous-relay link."""
+    request = read_terminus(producer.link.remote_target)
+    if request.address is None and not request.dynamic and principal is not None and \
+            principal.grants is not None:
+        producer.guard = functools.partial(relay_refusal, principal, producer.name)

@@ -11,6 +11,13 @@ The policy (decided here, documented in docs/BROKER.md "Security"):
 * ANONYMOUS only when ``allow_anonymous`` (see :func:`anonymous_default`): with
   a users file it gets the ``anonymous`` entry's grants (none without one),
   without a users file it gets full access.
+
+A password that is not in the cache of recent successes is not checked here:
+:meth:`AccessPolicy.authenticate` returns a :class:`PlainCheck` that the gate
+runs off the event loop (:mod:`broker.verifier`), and :meth:`AccessPolicy.checked`
+turns its result into the outcome. Grants are looked up per attach
+(:class:`Identity`), so a reloaded users file applies to new attaches of
+existing connections.
 """
 
 from __future__ import annotations
@@ -21,13 +28,16 @@ import ipaddress
 import logging
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Final
 
 from broker.permissions import Grants, Principal
 from broker.sasl import Outcome
-from broker.users import ANONYMOUS, Users, verify_password
+from broker.users import ANONYMOUS, Users, UsersError, load_users
 
-__all__ = ["AccessPolicy", "ConnectionFacts", "anonymous_default", "is_loopback"]
+__all__ = ["AccessPolicy", "ConnectionFacts", "Identity", "PlainCheck", "anonymous_default",
+           "is_loopback"]
 
 log = logging.getLogger("filtex.broker.auth")
 
@@ -64,6 +74,29 @@ class ConnectionFacts:
         self.common_name = common_name
 
 
+@dataclass(frozen=True, slots=True)
+class PlainCheck:
+    """A PLAIN password to check against a stored hash, off the event loop."""
+
+    name: str
+    password: str
+    stored: str
+    known: bool
+    """False: an unknown user (or one without a password), checked against a dummy hash."""
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a connection authenticated as; its grants are looked up when a link attaches."""
+
+    policy: AccessPolicy
+    user: str | None
+    mechanism: str
+
+    def principal(self) -> Principal:
+        return self.policy.principal(self.user, self.mechanism)
+
+
 class AccessPolicy:
     """The mechanisms a connection is offered and the verdict on what it sends."""
 
@@ -88,8 +121,8 @@ class AccessPolicy:
         return offered
 
     def authenticate(self, facts: ConnectionFacts, mechanism: str,
-                     response: bytes | None) -> Outcome:
-        """The SASL verdict (the mechanism was offered to this connection)."""
+                     response: bytes | None) -> Outcome | PlainCheck:
+        """The SASL verdict, or the password check it needs (the mechanism was offered)."""
         if mechanism == "PLAIN":
             return self._plain(response or b"")
         if mechanism == "EXTERNAL":
@@ -110,7 +143,7 @@ class AccessPolicy:
         entry = users.get(user)
         return Principal(user, mechanism, entry.grants if entry else _NO_GRANTS)
 
-    def _plain(self, response: bytes) -> Outcome:
+    def _plain(self, response: bytes) -> Outcome | PlainCheck:
         parts = response.split(b"\0")
         if len(parts) != 3:
             return Outcome(None, "malformed PLAIN response")
@@ -122,19 +155,43 @@ class AccessPolicy:
             return Outcome(None, f"user {name!r} may not act as {authzid!r}")
         user = self.users.get(name) if self.users is not None else None
         if user is None or user.password_hash is None:
-            verify_password(password, _DUMMY_HASH)  # same cost: do not reveal who exists
-            return Outcome(None, f"user {name!r}: unknown or has no password")
-        keyed = hmac.new(self._secret, f"{user.password_hash}\0{password}".encode(),
-                         hashlib.sha256).digest()
+            return PlainCheck(name, password, _DUMMY_HASH, known=False)  # same cost: who exists?
         cached = self._verified.get(name)
-        if cached is not None and hmac.compare_digest(cached, keyed):
+        if cached is not None and hmac.compare_digest(cached, self._keyed(user.password_hash,
+                                                                          password)):
             return Outcome(name)
-        if not verify_password(password, user.password_hash):
-            return Outcome(None, f"user {name!r}: wrong password")
+        return PlainCheck(name, password, user.password_hash, known=True)
+
+    def _keyed(self, stored: str, password: str) -> bytes:
+        return hmac.new(self._secret, f"{stored}\0{password}".encode(), hashlib.sha256).digest()
+
+    def checked(self, check: PlainCheck, ok: bool) -> Outcome:
+        """The outcome of a finished password check (a success is remembered)."""
+        if not check.known:
+            return Outcome(None, f"user {check.name!r}: unknown or has no password")
+        if not ok:
+            return Outcome(None, f"user {check.name!r}: wrong password")
         if len(self._verified) >= _CACHE_SIZE:
             self._verified.clear()
-        self._verified[name] = keyed
-        return Outcome(name)
+        self._verified[check.name] = self._keyed(check.stored, check.password)
+        return Outcome(check.name)
+
+    def reload(self) -> bool:
+        """Re-read the users file (SIGHUP); a bad file is logged and the current one kept."""
+        if self.users is None:
+            log.warning("users file reload requested, but the broker has no users file")
+            return False
+        path: Path = self.users.path
+        try:
+            users = load_users(path)
+        except UsersError as exc:
+            log.error("users file NOT reloaded, the previous one stays in force: %s", exc)
+            return False
+        self.users = users  # one reference swap: checks and attaches see old or new, never a mix
+        self._verified.clear()
+        log.info("users file %s reloaded: %d user(s); new grants apply to new attaches",
+                 path, len(users.by_name))
+        return True
 
     def _external(self, facts: ConnectionFacts, response: bytes) -> Outcome:
         if self.users is None or facts.subject is None:

@@ -377,7 +377,7 @@ def _validate(config: BrokerConfig) -> None:
     if not config.listen:
         raise ConfigError("at least one --listen address is needed")
     for name in ("credit_window", "max_queue_messages", "max_queue_bytes",
-                 "archive_max_pending_bytes"):
+                 "archive_max_pending_bytes", "upstream_held"):
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be at least 1")
     if config.upstream_selector not in ("auto", "always", "never"):

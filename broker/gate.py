@@ -16,15 +16,17 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from proton import Handler, Transport, Url
 from proton._handlers import IOHandler
 from proton._io import IO
 
-from broker.auth import AccessPolicy, ConnectionFacts
-from broker.sasl import SaslServer, State
+from broker.auth import AccessPolicy, ConnectionFacts, Identity, PlainCheck
+from broker.sasl import Outcome, SaslServer, State
 from broker.tls import TlsSocket, peer_identity
+from broker.verifier import Cancellable, Limits, PasswordVerifier
 
 if TYPE_CHECKING:
     from proton import Event
@@ -38,25 +40,50 @@ log = logging.getLogger("filtex.broker.auth")
 _CHUNK = 16384
 
 
+class _Later(Handler):
+    """A timer task running one function (a held-back authentication outcome)."""
+
+    def __init__(self, function: Callable[[], None]) -> None:
+        self.function = function
+
+    def on_timer_task(self, event: Event) -> None:
+        self.function()
+
+
 class Gate:
     """What the secured listeners share: the policy, the TLS context, the young connections."""
 
-    def __init__(self, policy: AccessPolicy, tls: ssl.SSLContext | None, timeout: float) -> None:
+    def __init__(self, policy: AccessPolicy, tls: ssl.SSLContext | None, timeout: float,
+                 wake: Callable[[], None], limits: Limits | None = None) -> None:
         self.policy = policy
         self.tls = tls
         self.timeout = timeout
         self.pending: set[Handshake] = set()
+        self.container: FastContainer | None = None
+        self.verifier = PasswordVerifier(wake, self._later, limits)
+        """Password checks on worker threads; :meth:`complete` delivers their results."""
 
     def listen(self, container: FastContainer, host: str, port: int, *,
                tls: bool) -> SecureAcceptor:
         if tls and self.tls is None:
             raise ValueError("a TLS listener needs a certificate and key")
+        self.container = container
         return SecureAcceptor(container, host, port, self, self.tls if tls else None)
+
+    def _later(self, delay: float, function: Callable[[], None]) -> Cancellable:
+        assert self.container is not None  # checks start only on a listener's connections
+        task: Cancellable = self.container.schedule(delay, _Later(function))
+        return task
+
+    def complete(self) -> None:
+        """Reactor thread, on wake-up: deliver the password checks the workers finished."""
+        self.verifier.complete()
 
     def shutdown(self) -> None:
         """Drop every connection still negotiating (the broker is stopping)."""
         for handshake in list(self.pending):
             handshake.drop("the broker is shutting down", quiet=True)
+        self.verifier.close()
 
 
 class SecureAcceptor(Handler):
@@ -143,11 +170,27 @@ class Handshake(Handler):
     def _start_sasl(self, facts: ConnectionFacts) -> None:
         self.facts = facts
         policy = self.gate.policy
-        self.sasl = SaslServer(
-            policy.mechanisms(facts),
-            lambda mechanism, response: policy.authenticate(facts, mechanism, response),
-            accept_bare_amqp=policy.allow_anonymous,
-        )
+        self.sasl = SaslServer(policy.mechanisms(facts), self._authenticate,
+                               accept_bare_amqp=policy.allow_anonymous)
+
+    def _authenticate(self, mechanism: str, response: bytes | None) -> Outcome | None:
+        """The policy's verdict; a password check goes to the workers (None: answer later)."""
+        assert self.facts is not None
+        verdict = self.gate.policy.authenticate(self.facts, mechanism, response)
+        if not isinstance(verdict, PlainCheck):
+            return verdict
+        if self.gate.verifier.submit(self.facts.peer, verdict.password, verdict.stored,
+                                     lambda ok: self._checked(verdict, ok)):
+            return None
+        return Outcome(None, "too many password checks in progress (from this address or in "
+                       "total): sys-temp, try again", temporary=True)
+
+    def _checked(self, check: PlainCheck, ok: bool) -> None:
+        """Reactor thread: the password check is back; send the outcome (if still connected)."""
+        if self.finished or self.sasl is None:
+            return
+        self.sasl.conclude(self.gate.policy.checked(check, ok))
+        self._step(writable=False)
 
     def _step(self, *, writable: bool) -> None:
         """Contained: whatever goes wrong costs this connection only."""
@@ -258,13 +301,14 @@ class Handshake(Handler):
     def _hand_over(self, sasl: SaslServer) -> None:
         """Authenticated: the connection, a server transport, and the fast event loop take over."""
         self._finish()
-        principal = self.gate.policy.principal(sasl.user, sasl.mechanism)
+        identity = Identity(self.gate.policy, sasl.user, sasl.mechanism)
+        principal = identity.principal()
         container = self.container
         connection: Any = container.connection(container.handler)
         connection._acceptor = self.acceptor  # proton: "this connection has its socket"
         connection.url = Url(  # type: ignore[no-untyped-call]
             host=str(self.address[0]), port=int(self.address[1]))
-        connection.broker_principal = principal
+        connection.broker_identity = identity
         transport = Transport(Transport.SERVER)
         transport.bind(connection)
         selectable = self.selectable

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 from proton import Condition, Link, Receiver, Sender, Terminus
 
-from broker.access import UNAUTHORIZED, GuardedRelayProducer, principal_of, refusal
+from broker.access import (
+    UNAUTHORIZED,
+    GuardedRelayProducer,
+    guard_relay,
+    principal_of,
+    refusal,
+)
 from broker.archiving import Archiver
 from broker.client import ClientConnection
 from broker.config import BrokerConfig
@@ -91,8 +97,7 @@ class LinkManager:
         upstream = self.upstream
         principal = principal_of(link)
         if principal is not None:
-            why = refusal(link, principal, self.registry, client.container,
-                          relay=upstream is not None)
+            why = refusal(link, principal, self.registry, client.container)
             if why is not None:
                 self._refuse(link, UNAUTHORIZED, why)
                 return None
@@ -102,7 +107,10 @@ class LinkManager:
             return self._attach_consumer(link, client)
         assert isinstance(link, Receiver)
         if upstream is not None:
-            return upstream.attach_producer(link, client, self.registry)
+            relayed = upstream.attach_producer(link, client, self.registry)
+            if relayed is not None:
+                guard_relay(relayed, principal)  # per-message ``to`` check (anonymous relay)
+            return relayed
         return self._attach_producer(link, client)
 
     def _attach_consumer(self, link: Sender, client: ClientConnection) -> Consumer | None:

@@ -27,6 +27,7 @@ from filtex_proton.plugin import FilterMessage, LinkFilter
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
+    from broker.archiving import Archiver
     from broker.consumer import Consumer
     from broker.node import Node
     from broker.server import Broker
@@ -174,6 +175,8 @@ class BrokerMetrics:
         yield _counter("filtex_connections_closed_for_errors",
                        "Producing connections closed for inducing evaluation errors", None,
                        {"": induced.closed})
+        if broker.archive is not None:
+            yield from _archive_metrics(broker.archive)
 
 
 class _Collector(Collector):
@@ -208,6 +211,25 @@ def _sampling_link_filter(histogram: Histogram, every: int) -> type[LinkFilter]:
             return result
 
     return SampledLinkFilter
+
+
+def _archive_metrics(archive: Archiver) -> Iterator[Metric]:
+    """``--archive``: the hand-off to the writer process (docs/ARCHIVE.md)."""
+    stats = archive.stats
+    for name, text, count in (
+        ("offered", "Messages handed to the archive", stats.offered),
+        ("appended", "Messages the archive writer turned into rows", stats.appended),
+        ("errors", "Archive append and write failures (each logged)", stats.errors),
+        ("dropped", "Archive rows lost because their segment could not be written",
+         stats.dropped),
+        ("stalls", "Times a producer waited for credit because the archive was behind",
+         stats.stalls),
+        ("writer_restarts", "Times the archive writer process died and was restarted",
+         stats.restarts),
+    ):
+        yield _counter(f"filtex_archive_{name}", text, None, {"": count})
+    yield _gauge("filtex_archive_pending_bytes", "Message bytes handed to the archive and not "
+                 "yet turned into rows", None, {"": archive.pending_bytes()})
 
 
 def _add(counts: dict[str, int], key: str, value: int) -> None:

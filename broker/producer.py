@@ -218,28 +218,36 @@ class Producer:
         node.publish(message)
         if self.counted is not None:
             self.counted(node)
-        if self.archive is not None and self.archive.wants(node.name):
-            self.archive.offer(node.name, data)
+        archive = self.archive
+        if archive is not None and not archive.wants(node.name):
+            archive = None
         if not lib.pn_delivery_settled(delivery):
             store = self.registry.store
             if store is not None and store.pending():  # accepted once it is on disk
                 lib.pn_incref(delivery)  # kept alive until the store answers
-                store.after_commit(functools.partial(self._committed, delivery))
+                store.after_commit(functools.partial(
+                    self._committed, delivery, None if archive is None else node.name, data))
                 return
             lib.pn_delivery_update(delivery, ACCEPTED)
+        if archive is not None:
+            archive.offer(node.name, data)
         lib.pn_delivery_settle(delivery)
 
-    def _committed(self, delivery: Any, written: bool) -> None:
+    def _committed(self, delivery: Any, archive_at: str | None, data: bytes,
+                   written: bool) -> None:
         """The durable store has written the message (or failed to): answer the producer.
 
         ``delivery`` is a ``pn_delivery_t *`` we hold a reference on. If the link
-        is gone meanwhile, the peer never saw ``accepted`` and resends.
+        is gone meanwhile, the peer never saw ``accepted`` and resends. Only an
+        accepted message is archived (at ``archive_at``, if archived at all).
         """
         try:
             if self.closed or lib.pn_delivery_settled(delivery):
                 return
             if written:
                 lib.pn_delivery_update(delivery, ACCEPTED)
+                if archive_at is not None and self.archive is not None:
+                    self.archive.offer(archive_at, data)
                 lib.pn_delivery_settle(delivery)
             else:
                 self._settle(delivery, REJECTED, INTERNAL_ERROR,

@@ -22,7 +22,7 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   and ``/exchange/`` addresses are treated as topics too.
 * A **browser** (distribution-mode ``copy``) reads through an upstream link
   asking for ``copy``; its upstream deliveries are settled without an outcome.
-  A **dynamic** source is answered with the upstream's dynamic node (closed
+  A **dynamic** source or target is answered with the upstream's dynamic node (closed
   with ``amqp:resource-deleted`` if the upstream connection goes, as the node
   does). Browse and dynamic links get no upstream credit until the upstream's
   attach grants what they asked; upstreams known not to do either
@@ -98,6 +98,8 @@ from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 from filtex_proton.pushdown import pushdown
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from proton import Event
 
     from broker.reactor import FastContainer
@@ -117,6 +119,8 @@ PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
 """RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
 BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
+ATTACH_TIMEOUT: Final = 10.0
+"""Seconds an upstream has to answer a dynamic attach before the downstream one is refused."""
 
 
 def selector_of(source_filter: Any) -> str | None:
@@ -146,6 +150,20 @@ def _read_all(link_impl: Any, delivery: Any) -> bytes:
     buffer = ffi.new("char[]", pending)
     n = lib.pn_link_recv(link_impl, buffer, pending)
     return ffi.buffer(buffer, n)[:] if n > 0 else b""
+
+
+class _AttachDeadline(Handler):
+    """Refuses a dynamic attach the upstream has not answered in time (some never answer)."""
+
+    def __init__(self, owner: RelayConsumer | RelayProducer) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def on_timer_task(self, event: Event) -> None:
+        owner = self.owner
+        if owner.link.state & Endpoint.LOCAL_UNINIT and not owner.closed:
+            owner.upstream_closed(Condition(NOT_IMPLEMENTED, "relay mode: the upstream did not "
+                                            f"answer a dynamic attach within {ATTACH_TIMEOUT} s"))
 
 
 class _UpstreamSide:
@@ -241,6 +259,8 @@ class RelayConsumer:
         self.up = up
         self.up_impl = up._impl
         self.upstream.register(up, _UpstreamSide(self))
+        if self.dynamic:
+            self.upstream.answer_by(self)
         self._top_up()
 
     def upstream_lost(self) -> None:
@@ -428,13 +448,7 @@ class RelayConsumer:
     def upstream_closed(self, condition: Condition | None) -> None:
         """The upstream refused or closed our link: so does the downstream link."""
         self.detach()
-        link = self.link
-        condition = condition or Condition("amqp:internal-error", "the upstream closed the link")
-        if link.state & Endpoint.LOCAL_UNINIT:  # a dynamic attach not answered yet: refuse it
-            _refuse(link, condition.name, condition.description or "")
-        elif link.state & Endpoint.LOCAL_ACTIVE:
-            link.condition = condition
-            link.close()
+        _close_downstream(self.link, condition)
 
     def upstream_attached(self, up: Link) -> None:
         """The upstream answered our attach: check it granted what browse or dynamic asked."""
@@ -467,18 +481,23 @@ class RelayConsumer:
 class RelayProducer(Producer):
     """A downstream link the broker receives on, forwarded to an upstream sender."""
 
-    __slots__ = ("address", "client_origin", "inflight", "outbox", "up", "up_impl", "up_tags",
-                 "upstream")
+    __slots__ = ("address", "client_origin", "dynamic", "guard", "inflight", "outbox", "up",
+                 "up_impl", "up_tags", "upstream")
 
     def __init__(self, link: Receiver, upstream: Upstream, address: str | None, *, origin: int,
-                 registry: Registry, window: int, max_size: int) -> None:
+                 registry: Registry, window: int, max_size: int, dynamic: bool = False) -> None:
         super().__init__(link, None, origin=origin, registry=registry,
                          make_message=lambda data, origin: upstream.plugin.message(
                              data, origin=origin),
                          window=window, max_size=max_size)
         self.upstream = upstream
         self.address = address
+        """None: anonymous relay (each message goes to its ``to``), or dynamic, not named yet."""
+        self.dynamic = dynamic
+        """The upstream names the node; the downstream attach is answered once it has."""
         self.client_origin = origin
+        self.guard: Callable[[FilterMessage], Condition | None] | None = None
+        """Access control (:func:`broker.access.guard_relay`): why a message may not go."""
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
@@ -489,13 +508,17 @@ class RelayProducer(Producer):
 
     def open_upstream(self, connection: Connection, session: Session, pushdown: bool) -> None:
         up = session.sender(f"{self.name}@relay")
-        if self.address is not None:  # else anonymous: each message goes to its own ``to``
+        if self.dynamic:
+            up.target.dynamic = True
+        elif self.address is not None:  # else anonymous: each message goes to its own ``to``
             up.target.address = self.address
         up.snd_settle_mode = Link.SND_UNSETTLED
         up.open()
         self.up = up
         self.up_impl = up._impl
         self.upstream.register(up, _UpstreamSide(self))
+        if self.dynamic:
+            self.upstream.answer_by(self)
 
     def upstream_lost(self) -> None:
         """Resend what was in flight after reconnecting (duplicates possible, no losses)."""
@@ -530,6 +553,10 @@ class RelayProducer(Producer):
             data = self.upstream.origins.stamp(message.view, self.client_origin)
         except DecodeError as exc:
             self._settle(delivery, REJECTED, "amqp:decode-error", f"not an AMQP message: {exc}")
+            return
+        refused = self.guard(message) if self.guard is not None else None
+        if refused is not None:
+            self._settle(delivery, REJECTED, str(refused.name), refused.description or "")
             return
         self.outbox.append((data, delivery))
         self._flush()
@@ -585,11 +612,26 @@ class RelayProducer(Producer):
 
     def upstream_closed(self, condition: Condition | None) -> None:
         self.detach()
+        _close_downstream(self.link, condition)
+
+    def upstream_attached(self, up: Link) -> None:
+        """The upstream answered our attach: a dynamic target now has its address."""
         link = self.link
-        if link.state & Endpoint.LOCAL_ACTIVE:
-            link.condition = condition or Condition("amqp:internal-error",
-                                                    "the upstream closed the link")
-            link.close()
+        if not self.dynamic or up._impl != self.up_impl or not link.state & Endpoint.LOCAL_UNINIT:
+            return
+        if up.remote_target.type == Terminus.UNSPECIFIED:
+            return  # refused: its detach follows
+        address = up.remote_target.address
+        if not address:
+            self.upstream_closed(Condition(NOT_IMPLEMENTED, "relay mode: the upstream answered "
+                                           "a dynamic target without an address"))
+            return
+        self.address = address
+        link.target.address = address
+        link.target.dynamic = True
+        link.open()
+        log.info("relay producer %r: dynamic upstream node %r", self.name, address)
+        self.top_up()
 
     def __repr__(self) -> str:
         return f"<RelayProducer {self.name!r} to {self.address!r}>"
@@ -679,7 +721,7 @@ class Upstream(Handler):
             log.info("upstream link %r attached to %r", link.name,
                      (link.remote_source if link.is_receiver else link.remote_target).address)
             owner = self._owner_of(link)
-            if isinstance(owner, RelayConsumer):
+            if owner is not None:
                 owner.upstream_attached(link)
 
     def on_link_remote_close(self, event: Event) -> None:
@@ -740,7 +782,7 @@ class Upstream(Handler):
             if link.up is not None:
                 self.unregister(link.up)
             link.upstream_lost()
-            if isinstance(link, RelayConsumer) and link.dynamic:
+            if link.dynamic:
                 link.upstream_closed(Condition("amqp:resource-deleted", "relay mode: the "
                                                "upstream's dynamic node went with its connection"))
         if self.stopping or self.container is None:
@@ -803,12 +845,18 @@ class Upstream(Handler):
         if isinstance(relay_link, RelayConsumer):
             reason = self.unsupported(browse=relay_link.browse, dynamic=relay_link.dynamic)
         else:
-            reason = self.unsupported(anonymous=relay_link.address is None)
+            reason = self.unsupported(dynamic=relay_link.dynamic, anonymous=not relay_link.dynamic
+                                      and relay_link.address is None)
         if reason is not None:
             relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
             return False
         relay_link.open_upstream(self.connection, self.session, self.pushdown)
         return True
+
+    def answer_by(self, relay_link: RelayLink) -> None:
+        """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach."""
+        if self.container is not None:
+            self.container.schedule(ATTACH_TIMEOUT, _AttachDeadline(relay_link))
 
     def unsupported(self, *, browse: bool = False, dynamic: bool = False,
                     anonymous: bool = False) -> str | None:
@@ -909,11 +957,11 @@ class Upstream(Handler):
     def attach_producer(self, link: Receiver, client: ClientConnection,
                         registry: Registry) -> RelayProducer | None:
         request = read_terminus(link.remote_target)
-        if request.coordinator or request.dynamic:
-            _refuse(link, NOT_IMPLEMENTED, "relay mode: dynamic targets and transactions are "
-                    "not relayed")
+        if request.coordinator:
+            _refuse(link, NOT_IMPLEMENTED, "relay mode: transactions are not relayed")
             return None
-        reason = self.unsupported(anonymous=request.address is None)
+        reason = self.unsupported(dynamic=request.dynamic,
+                                  anonymous=request.address is None and not request.dynamic)
         if reason is not None:
             _refuse(link, NOT_IMPLEMENTED, reason)
             return None
@@ -922,14 +970,16 @@ class Upstream(Handler):
         link.rcv_settle_mode = Link.RCV_FIRST
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.max_message_size = self.config.max_message_size
-        link.open()
-        producer = RelayProducer(link, self, request.address, origin=client.origin,
-                                 registry=registry, window=self.config.credit_window,
-                                 max_size=self.config.max_message_size)
+        if not request.dynamic:  # a dynamic one is answered with the upstream's node
+            link.open()
+        producer = RelayProducer(link, self, None if request.dynamic else request.address,
+                                 origin=client.origin, registry=registry,
+                                 window=self.config.credit_window,
+                                 max_size=self.config.max_message_size, dynamic=request.dynamic)
         client.producers.append(producer)
         self.track(producer)
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
-                 request.address)
+                 "(dynamic)" if request.dynamic else request.address or "(anonymous relay)")
         return producer
 
 
@@ -944,6 +994,16 @@ def upstream_ssl_domain(config: BrokerConfig) -> SSLDomain:
     domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME if config.upstream_verify_hostname
                                    else SSLDomain.VERIFY_PEER)
     return domain
+
+
+def _close_downstream(link: Link, condition: Condition | None) -> None:
+    """Close a relayed link because of its upstream side (refuse it if not answered yet)."""
+    condition = condition or Condition("amqp:internal-error", "the upstream closed the link")
+    if link.state & Endpoint.LOCAL_UNINIT:  # a dynamic attach not answered yet
+        _refuse(link, condition.name, condition.description or "")
+    elif link.state & Endpoint.LOCAL_ACTIVE:
+        link.condition = condition
+        link.close()
 
 
 def _refuse(link: Link, condition: str, description: str) -> None:

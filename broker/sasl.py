@@ -39,12 +39,15 @@ _HEAD: Final = struct.Struct(">IBBH")
 OK: Final = 0
 AUTH: Final = 1
 SYS_PERM: Final = 3
+SYS_TEMP: Final = 4
 
 
 class State(Enum):
     HEADER = "header"
     INIT = "init"
     RESPONSE = "response"
+    CHECKING = "checking"
+    """The authenticator answers later (:meth:`SaslServer.conclude`); input is buffered."""
     DONE = "done"
     FAILED = "failed"
 
@@ -55,10 +58,15 @@ class Outcome:
 
     user: str | None
     reason: str = ""
+    temporary: bool = False
+    """Refused for now (the broker is too busy to check): ``sys-temp``, the client may retry."""
 
 
-Authenticate = Callable[[str, bytes | None], Outcome]
-"""(mechanism, initial response or response; None if the client sent none) -> outcome."""
+Authenticate = Callable[[str, bytes | None], Outcome | None]
+"""(mechanism, initial response or response; None if the client sent none) -> outcome, or
+None when the outcome comes later through :meth:`SaslServer.conclude`."""
+
+_NEGOTIATING: Final = frozenset({State.HEADER, State.INIT, State.RESPONSE})
 
 
 def frame(descriptor: int, fields: list[Any]) -> bytes:
@@ -98,7 +106,10 @@ class SaslServer:
         if self.state is State.FAILED:
             return
         self._buffer += data
-        while self.state not in (State.DONE, State.FAILED):
+        if self.state is State.CHECKING and len(self._buffer) > MAX_FRAME:
+            self._fail(f"more than {MAX_FRAME} bytes sent before the SASL outcome")
+            return
+        while self.state in _NEGOTIATING:
             if self.state is State.HEADER:
                 if not self._header():
                     return
@@ -182,20 +193,35 @@ class SaslServer:
                        f"{self.state.value}", SYS_PERM)
             return False
         if done:
-            self.leftover = bytes(buffer)
-            buffer.clear()
+            self._keep_leftover()
         return False
 
+    def _keep_leftover(self) -> None:
+        self.leftover = bytes(self._buffer)
+        self._buffer.clear()
+
     def _decide(self, response: Any) -> bool:
-        """Ask the authenticator; True if the client is in."""
+        """Ask the authenticator; True if the client is in (False: out, or not decided yet)."""
         if response is not None and not isinstance(response, bytes):
             self._fail("the SASL response is not binary", AUTH)
             return False
         outcome = self._authenticate(self._mechanism, response)
+        if outcome is None:
+            self.state = State.CHECKING
+            return False
+        return self._settle(outcome)
+
+    def _settle(self, outcome: Outcome) -> bool:
         if outcome.user is None:
-            self._fail(outcome.reason or "authentication failed", AUTH)
+            self._fail(outcome.reason or "authentication failed",
+                       SYS_TEMP if outcome.temporary else AUTH)
             return False
         self.user = outcome.user
         self.output += frame(_OUTCOME, [ubyte(OK)])
         self.state = State.DONE
         return True
+
+    def conclude(self, outcome: Outcome) -> None:
+        """The authenticator's late answer (state CHECKING); check :attr:`state` afterwards."""
+        if self.state is State.CHECKING and self._settle(outcome):
+            self._keep_leftover()  # what the client pipelined while we were checking

@@ -9,6 +9,8 @@ broker on a network must be a decision, not an accident.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +22,9 @@ from broker.users import Users, UsersError, load_users
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
 
-__all__ = ["build_gate", "tls_listeners", "validate_security"]
+__all__ = ["build_gate", "reload_users", "tls_listeners", "validate_security"]
+
+log = logging.getLogger("filtex.broker.auth")
 
 
 def tls_listeners(config: BrokerConfig) -> tuple[tuple[str, int], ...]:
@@ -78,8 +82,11 @@ def _tls_settings(config: BrokerConfig) -> TlsSettings:
                        Path(config.tls_ca) if config.tls_ca else None, config.tls_verify_client)
 
 
-def build_gate(config: BrokerConfig) -> Gate | None:
-    """The gate for secured listeners; None when nothing is secured (Proton's own acceptor)."""
+def build_gate(config: BrokerConfig, wake: Callable[[], None]) -> Gate | None:
+    """The gate for secured listeners; None when nothing is secured (Proton's own acceptor).
+
+    ``wake`` wakes the reactor thread (password checks finish on worker threads).
+    """
     users = _users(config)
     anonymous = _allow_anonymous(config, users)
     tls = tls_listeners(config)
@@ -88,4 +95,12 @@ def build_gate(config: BrokerConfig) -> Gate | None:
     policy = AccessPolicy(users, allow_anonymous=anonymous,
                           allow_plain_without_tls=config.allow_plain_without_tls)
     context = server_context(_tls_settings(config)) if tls else None
-    return Gate(policy, context, config.auth_timeout)
+    return Gate(policy, context, config.auth_timeout, wake)
+
+
+def reload_users(gate: Gate | None) -> None:
+    """SIGHUP, on the reactor thread: re-read the users file (kept as it was if invalid)."""
+    if gate is None:
+        log.warning("users file reload requested, but the broker has no users file")
+        return
+    gate.policy.reload()

@@ -31,7 +31,7 @@ from broker.links import LinkManager
 from broker.node import NodeLimits
 from broker.reactor import FastContainer, FastLink
 from broker.registry import Registry
-from broker.security import build_gate, tls_listeners
+from broker.security import build_gate, reload_users, tls_listeners
 from filtex_proton.plugin import FiltexPlugin
 
 if TYPE_CHECKING:
@@ -145,10 +145,11 @@ class Broker:
         self.store: Store | None = None
         """``--data-dir``: the durable store, opened (and replayed) by :meth:`run`."""
         self._acceptors: list[Acceptor | SecureAcceptor] = []
-        self.gate = build_gate(config)
-        """Secured listeners (TLS, SASL, users): None when nothing is secured."""
         self._waker = _Waker(self._wakeup)
+        self.gate = build_gate(config, self._waker.wake)
+        """Secured listeners (TLS, SASL, users): None when nothing is secured."""
         self._stop_requested = False
+        self._reload_requested = False
         self._stopping = False
         self._stopped = False
 
@@ -168,9 +169,9 @@ class Broker:
         finally:
             self.ready.set()  # never leave a waiter hanging
             self._remove_ready_file()
-            self._close_archive()
             if self.store is not None:
-                self.store.close()
+                self.store.close()  # its last commits may still hand messages to the archive
+            self._close_archive()
             if self.metrics is not None:
                 self.metrics.stop()
             log.info("broker stopped")
@@ -219,7 +220,17 @@ class Broker:
         self._stop_requested = True
         self._waker.wake()
 
+    def reload_users(self) -> None:
+        """SIGHUP: re-read the users file on the reactor thread (any thread, or a signal)."""
+        self._reload_requested = True
+        self._waker.wake()
+
     def _wakeup(self) -> None:
+        if self.gate is not None:
+            self.gate.complete()  # password checks finished by the worker threads
+        if self._reload_requested:
+            self._reload_requested = False
+            reload_users(self.gate)
         if self.store is not None:
             self.store.complete()  # accept what the store has written
         if self.archive is not None:

@@ -53,19 +53,23 @@ __all__ = [
     "KEY_TYPES",
     "MAP_COLUMNS",
     "PARTITION_COLUMNS",
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "TYPED_MAP",
     "TYPED_VALUE",
     "ArchiveStats",
+    "ArchiveVersionError",
     "ArchiveWriter",
     "address_directory",
     "address_partition",
     "archive_dataset",
+    "check_archive",
     "describe_typed",
     "iter_raw",
     "message_row",
     "read_archive_table",
     "rows_to_table",
+    "segment_version",
     "typed_key",
     "typed_value",
 ]
@@ -609,6 +613,22 @@ class ArchiveWriter:
                 largest = max(self._partitions, key=lambda k: self._partitions[k].size)
                 self._write_quietly(largest)
 
+    @property
+    def last_sequence(self) -> int:
+        """The ``sequence`` of the row appended last (before any: the writer's start value)."""
+        return self._sequence
+
+    def oldest_buffered(self) -> int | None:
+        """The ``sequence`` of the oldest row not yet written (None: all written or dropped).
+
+        Every row with a smaller sequence is in a segment file or counted in
+        ``stats.dropped``: the broker's writer process tells the broker which
+        messages it no longer needs to keep for a resend this way.
+        """
+        with self._lock:
+            return min((p.rows[0]["sequence"] for p in self._partitions.values() if p.rows),
+                       default=None)
+
     # -- flushing ------------------------------------------------------------
 
     def flush(self) -> None:
@@ -736,9 +756,63 @@ _PARTITION_FIELDS: Final = (pa.field("address", pa.string()), pa.field("date", p
 _PARTITIONING: Final = pads.partitioning(pa.schema(list(_PARTITION_FIELDS)), flavor="hive")
 
 
-def archive_dataset(directory: str | os.PathLike[str]) -> pads.Dataset:
+#: Schema versions this code reads, and what differs from the current one.
+#: 1: no ``long_address`` column (read as NULL, which it is for every version-1 row).
+READABLE_VERSIONS: Final = frozenset({1, SCHEMA_VERSION})
+
+
+class ArchiveVersionError(ValueError):
+    """A segment file this version of filtex-proton cannot read correctly."""
+
+
+def segment_version(metadata: Mapping[bytes, bytes] | None, where: str) -> int:
+    """The schema version in a segment's Parquet key-value metadata, checked.
+
+    Raises :class:`ArchiveVersionError` for a newer version (its columns may mean
+    something this code does not know), an unknown older one, or a file that has
+    no version at all (not written by :class:`ArchiveWriter`).
+    """
+    text = (metadata or {}).get(_VERSION_KEY)
+    if text is None:
+        raise ArchiveVersionError(f"{where}: not a filtex archive segment (no "
+                                  f"{_VERSION_KEY.decode()} in its Parquet metadata)")
+    try:
+        version = int(text)
+    except ValueError:
+        raise ArchiveVersionError(f"{where}: unreadable archive schema version "
+                                  f"{text!r}") from None
+    if version > SCHEMA_VERSION:
+        raise ArchiveVersionError(
+            f"{where}: written with archive schema version {version}, newer than the "
+            f"version {SCHEMA_VERSION} this filtex-proton reads; upgrade filtex-proton to read it")
+    if version not in READABLE_VERSIONS:
+        raise ArchiveVersionError(f"{where}: archive schema version {version} is not one this "
+                                  f"filtex-proton reads ({sorted(READABLE_VERSIONS)})")
+    return version
+
+
+def check_archive(directory: str | os.PathLike[str]) -> dict[int, int]:
+    """Check every segment's schema version (one footer read per file); returns how many
+    segments each version has. Raises :class:`ArchiveVersionError` at the first bad one."""
+    dataset = pads.dataset(os.fspath(directory), format="parquet", partitioning=_PARTITIONING)
+    counts: dict[int, int] = {}
+    for path in dataset.files:
+        schema = pq.read_schema(path, filesystem=dataset.filesystem)
+        version = segment_version(schema.metadata, path)
+        counts[version] = counts.get(version, 0) + 1
+    return counts
+
+
+def archive_dataset(directory: str | os.PathLike[str], *, check: bool = True) -> pads.Dataset:
     """The archive as a pyarrow dataset (address and date from the directory names: a
-    shortened address there, the real one in ``long_address``; see :func:`address_partition`)."""
+    shortened address there, the real one in ``long_address``; see :func:`address_partition`).
+
+    ``check``: refuse segments of a schema version this code cannot read
+    (:func:`check_archive`); older readable versions are read in the current
+    schema, their missing columns NULL.
+    """
+    if check:
+        check_archive(directory)
     return pads.dataset(os.fspath(directory), format="parquet", partitioning=_PARTITIONING,
                         schema=_with_partitions(ARCHIVE_SCHEMA))
 

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,11 +36,18 @@ from broker_clients import (  # noqa: E402
 from proton import Delivery, symbol, ubyte, uint  # noqa: E402
 
 from broker.config import ConfigError, load_config  # noqa: E402
+from broker.queue import Queue  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.spark.archive import (  # noqa: E402
+    ArchiveVersionError,
+    ArchiveWriter,
     address_directory,
+    check_archive,
     describe_typed,
+    iter_raw,
+    message_row,
     read_archive_table,
+    rows_to_table,
 )
 
 if TYPE_CHECKING:
@@ -89,7 +96,7 @@ def archiving_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], s
     proc = subprocess.Popen(
         [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
          "--archive", str(archive)],
-        cwd=REPO, stderr=subprocess.PIPE, text=True,
+        cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     deadline = time.monotonic() + TIMEOUT
     while not ready.exists():  # the broker writes it atomically once bound
@@ -111,11 +118,12 @@ def test_a_signal_flushes_every_accepted_message_with_typed_columns(
     audit = [encode_message(properties={"subject": "audit"}, body=b"\x00\x01")]
     send_all(url, "orders", orders)
     send_all(url, "audit", audit)
-    proc.send_signal(signum)
+    os.killpg(proc.pid, signum)  # to the group, as a terminal's Ctrl-C: the writer is not in it
     assert proc.wait(timeout=TIMEOUT) == 0
     assert proc.stderr is not None
     log = proc.stderr.read()
     assert "archive closed: 61 message(s) archived" in log and "0 lost" in log
+    assert "unexpectedly" not in log and "could not be archived" not in log
 
     table = read_archive_table(archive)
     rows = table.to_pylist()
@@ -192,6 +200,7 @@ def test_a_slow_archive_stalls_producers_and_loses_nothing(
     assert archiver is not None
     stop(running)
     assert archiver.stats.offered == archiver.stats.appended == 200
+    assert archiver.stats.stalls > 0
     assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == messages
 
 
@@ -204,7 +213,8 @@ def test_a_stuck_archive_holds_back_its_producers_not_the_broker(
     assert archiver is not None
     messages = [order(i, "EMEA") for i in range(100)]
     sender = threading.Thread(target=send_all, args=(running.url, "archived", messages))
-    with archiver.writer._lock:  # the writer thread cannot append: the archive is stuck
+    os.kill(archiver.writer_pid, signal.SIGSTOP)  # the writer process cannot take anything
+    try:
         sender.start()
         deadline = time.monotonic() + TIMEOUT
         while archiver.stats.stalls == 0:  # waiting for the broker to withhold credit
@@ -219,14 +229,18 @@ def test_a_stuck_archive_holds_back_its_producers_not_the_broker(
         taken = archiver.stats.offered
         assert taken < len(messages)  # at most what was granted before the stall
         assert sender.is_alive()
+    finally:
+        os.kill(archiver.writer_pid, signal.SIGCONT)
     sender.join(TIMEOUT)
     assert not sender.is_alive()
     stop(running)
+    assert archiver.stats.restarts == 0  # stopped is not dead
     assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == messages
 
 
 def test_a_write_error_is_logged_counted_and_the_broker_goes_on(
     broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str],
 ) -> None:
     caplog.set_level(logging.INFO, "filtex.broker.archive")
     (tmp_path / address_directory("blocked")).write_text("a file where a directory must go")
@@ -240,10 +254,152 @@ def test_a_write_error_is_logged_counted_and_the_broker_goes_on(
     archiver = running.broker.archive
     assert archiver is not None
     stop(running)
-    assert archiver.writer.stats.dropped == 2 and archiver.stats.errors >= 1
-    assert "the final flush" in caplog.text and "2 lost to write errors" in caplog.text
+    assert archiver.stats.dropped == 2 and archiver.stats.errors >= 1
+    assert archiver.stats.written == 1 and archiver.stats.restarts == 0
+    assert "2 lost to write errors" in caplog.text
+    assert "the final flush" in capfd.readouterr().err  # logged by the writer process
     (tmp_path / address_directory("blocked")).unlink()  # the obstacle is no Parquet file
     assert read_archive_table(tmp_path, ["address"]).column("address").to_pylist() == ["fine"]
+
+
+# ----------------------------------------------------------------------------- the writer process
+
+
+def wait_for(condition: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_a_killed_writer_process_is_restarted_and_nothing_is_lost(
+    broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "filtex.broker.archive")
+    running = broker_factory(archive=str(tmp_path))
+    archiver = running.broker.archive
+    assert archiver is not None
+    first = [order(i, "EMEA") for i in range(150)]
+    send_all(running.url, "orders", first)
+    wait_for(lambda: archiver.stats.appended == len(first), "the writer never appended")
+    dead = archiver.writer_pid
+    os.kill(dead, signal.SIGKILL)  # its rows were only buffered: the broker still has them
+    wait_for(lambda: archiver.stats.restarts == 1 and archiver.writer_pid != dead,
+             "the writer was not restarted")
+    second = [order(i, "AMER") for i in range(150, 300)]
+    send_all(running.url, "orders", second)  # and the broker went on
+    stop(running)
+    assert f"the writer process {dead} exited unexpectedly" in caplog.text
+    assert "150 message(s) not yet written" in caplog.text
+    # Sent again to the new writer: in the archive once (nothing was written before the kill).
+    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == first + second
+    assert archiver.stats.appended == archiver.stats.offered == 300
+    assert archiver.stats.written == 300
+
+
+def test_the_writer_process_ignores_sigint_and_has_its_own_session(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    running = broker_factory(archive=str(tmp_path))
+    archiver = running.broker.archive
+    assert archiver is not None
+    pid = archiver.writer_pid
+    assert os.getsid(pid) == pid  # a terminal's Ctrl-C (to our process group) misses it
+    os.kill(pid, signal.SIGINT)
+    os.kill(pid, signal.SIGTERM)  # a service manager signalling every process: ignored too
+    send_all(running.url, "q", [order(1, "EMEA")])
+    wait_for(lambda: archiver.stats.appended == 1, "the writer did not append")
+    assert archiver.writer_pid == pid and archiver.stats.restarts == 0
+    stop(running)
+    with pytest.raises(ProcessLookupError):  # the broker stopped it
+        os.kill(pid, 0)
+    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == [order(1, "EMEA")]
+
+
+# ----------------------------------------------------------------------------- with --data-dir
+
+
+def test_with_a_data_dir_only_messages_the_store_wrote_are_archived(
+    broker_factory: BrokerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from broker import store as store_module
+
+    running = broker_factory(archive=str(tmp_path / "archive"), data_dir=tmp_path / "data")
+    conn = connect(running.url)
+    sender = conn.create_sender("q")
+    messages = [order(i, "EMEA") for i in range(3)]
+    assert send_raw(conn, sender, messages[0]).remote_state == Delivery.ACCEPTED
+    real_fsync = store_module.os.fsync
+    failing = True
+
+    def fsync(fd: int) -> None:
+        if failing:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(store_module.os, "fsync", fsync)
+    assert send_raw(conn, sender, messages[1]).remote_state == Delivery.REJECTED
+    failing = False
+    node = running.broker.registry.lookup("q")
+    assert isinstance(node, Queue) and node.journal is not None
+    journal = node.journal
+    wait_for(lambda: not journal.broken, "the log was not repaired")
+    assert send_raw(conn, sender, messages[2]).remote_state == Delivery.ACCEPTED
+    conn.close()
+    stop(running)
+    archived = read_archive_table(tmp_path / "archive", ["raw"]).column("raw").to_pylist()
+    assert archived == [messages[0], messages[2]]  # the rejected one is not
+
+
+# ----------------------------------------------------------------------------- schema versions
+
+
+def write_segment(directory: Path, table: pa.Table, version: bytes | None) -> Path:
+    import pyarrow.parquet as pq
+
+    folder = directory / "address=q" / "date=2023-11-14" / "regular=true"
+    folder.mkdir(parents=True)
+    metadata = None if version is None else {b"filtex.archive.schema_version": version}
+    path = folder / "part-0.parquet"
+    pq.write_table(table.replace_schema_metadata(metadata), path)
+    return path
+
+
+def version_2_rows(n: int) -> pa.Table:
+    rows = [message_row(order(i, "EMEA"), address="q", arrival_ms=1_700_000_000_000 + i,
+                        sequence=i) for i in range(n)]
+    return rows_to_table(rows).drop_columns(["address", "date", "regular"])
+
+
+def test_a_version_1_archive_is_read_with_long_address_null(tmp_path: Path) -> None:
+    old = version_2_rows(3).drop_columns(["long_address"])  # version 1 had no long_address
+    write_segment(tmp_path, old, b"1")
+    assert check_archive(tmp_path) == {1: 1}
+    table = read_archive_table(tmp_path, ["address", "raw", "long_address", "subject"])
+    assert table.column("address").to_pylist() == ["q"] * 3
+    assert table.column("long_address").to_pylist() == [None] * 3
+    assert table.column("raw").to_pylist() == [order(i, "EMEA") for i in range(3)]
+    assert table.column("subject").to_pylist() == ["order.0", "order.1", "order.2"]
+
+
+@pytest.mark.parametrize(("version", "message"), [
+    (b"3", r"written with archive schema version 3, newer than the version 2 this "
+           r"filtex-proton reads; upgrade"),
+    (None, r"not a filtex archive segment \(no filtex.archive.schema_version"),
+    (b"0", r"archive schema version 0 is not one this filtex-proton reads \(\[1, 2\]\)"),
+    (b"two", r"unreadable archive schema version b'two'"),
+])
+def test_an_archive_of_an_unknown_schema_version_is_refused_clearly(
+    tmp_path: Path, version: bytes | None, message: str,
+) -> None:
+    with ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False) as w:
+        w.append("ok", order(1, "EMEA"), 1_700_000_000_000)
+    path = write_segment(tmp_path, version_2_rows(1), version)
+    with pytest.raises(ArchiveVersionError, match=message) as refused:
+        read_archive_table(tmp_path)
+    assert str(path) in str(refused.value)  # names the file
+    with pytest.raises(ArchiveVersionError):
+        list(iter_raw(tmp_path))
 
 
 # ----------------------------------------------------------------------------- replay

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from broker_clients import (
@@ -147,6 +151,35 @@ def test_two_brokers_in_one_process_have_their_own_registries(
     assert value(scrape(one), "filtex_messages_in_total", node="q") == 1
     assert value(scrape(two), "filtex_messages_in_total", node="q") == 0
     conn.close()
+
+
+def test_archive_counters_are_exposed(broker_factory: BrokerFactory, tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow")
+    running = broker_factory(metrics="127.0.0.1:0", archive=str(tmp_path))
+    assert "filtex_archive_offered_total" not in {name for name, _ in scrape(
+        broker_factory(metrics="127.0.0.1:0"))}  # no archive, no archive metrics
+    conn = connect(running.url)
+    sender = conn.create_sender("q")
+    for i in range(5):
+        send(sender, message(i))
+    conn.close()
+    archive = running.broker.archive
+    assert archive is not None
+    deadline = time.monotonic() + 60
+    while archive.stats.appended < 5:
+        assert time.monotonic() < deadline, "the archive writer did not append"
+        time.sleep(0.02)
+    os.kill(archive.writer_pid, signal.SIGKILL)
+    while archive.stats.restarts < 1:
+        assert time.monotonic() < deadline, "the archive writer was not restarted"
+        time.sleep(0.02)
+    samples = scrape(running)
+    assert value(samples, "filtex_archive_offered_total") == 5
+    assert value(samples, "filtex_archive_appended_total") == 5
+    assert value(samples, "filtex_archive_writer_restarts_total") == 1
+    assert value(samples, "filtex_archive_pending_bytes") == 0
+    for name in ("errors", "dropped", "stalls"):
+        assert (f"filtex_archive_{name}_total", ()) in samples
 
 
 def test_metrics_are_off_by_default_and_checked_when_on() -> None:

@@ -11,7 +11,7 @@ import pytest
 from certs import Certs, make_certs
 from proton import symbol
 
-from broker.auth import AccessPolicy, ConnectionFacts, anonymous_default, is_loopback
+from broker.auth import AccessPolicy, ConnectionFacts, PlainCheck, anonymous_default, is_loopback
 from broker.permissions import Action, Grants, PatternError, compile_pattern
 from broker.sasl import AMQP_HEADER, SASL_HEADER, Outcome, SaslServer, State, frame
 from broker.tls import TlsSettings, TlsSocket, server_context
@@ -145,11 +145,20 @@ def test_plain_is_not_offered_in_clear_text_beyond_loopback(tmp_path: Path) -> N
     opened = AccessPolicy(load_users(path), allow_anonymous=True, allow_plain_without_tls=True)
     assert opened.mechanisms(ConnectionFacts("10.0.0.5", tls=False)) == ["PLAIN", "ANONYMOUS"]
     facts = ConnectionFacts("127.0.0.1", tls=False)
-    assert policy.authenticate(facts, "PLAIN", b"\0a\0x").user == "a"
-    assert policy.authenticate(facts, "PLAIN", b"\0a\0x").user == "a"  # the cached path
-    assert policy.authenticate(facts, "PLAIN", b"\0a\0y").user is None
-    assert policy.authenticate(facts, "PLAIN", b"b\0a\0x").user is None  # acting as b
-    assert policy.authenticate(facts, "PLAIN", b"garbage").user is None
+    first = policy.authenticate(facts, "PLAIN", b"\0a\0x")
+    assert isinstance(first, PlainCheck) and first.known  # scrypt: for the workers
+    assert policy.checked(first, verify_password(first.password, first.stored)).user == "a"
+    assert policy.authenticate(facts, "PLAIN", b"\0a\0x") == Outcome("a")  # the cached path
+    wrong = policy.authenticate(facts, "PLAIN", b"\0a\0y")
+    assert isinstance(wrong, PlainCheck)
+    assert "wrong password" in policy.checked(wrong, False).reason
+    unknown = policy.authenticate(facts, "PLAIN", b"\0nobody\0x")
+    assert isinstance(unknown, PlainCheck) and not unknown.known
+    assert policy.checked(unknown, True).user is None  # never in, whatever the dummy hash says
+    assert policy.authenticate(facts, "PLAIN", b"b\0a\0x") == Outcome(
+        None, "user 'a' may not act as 'b'")
+    assert policy.authenticate(facts, "PLAIN", b"garbage") == Outcome(
+        None, "malformed PLAIN response")
     assert policy.principal(None, "ANONYMOUS").allows(Action.BROWSE, "x") is False
 
 

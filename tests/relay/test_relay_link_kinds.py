@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 from conftest import RelayFactory, RelayProcess
-from proton import Described, Message, Timeout, symbol
-from proton.reactor import Copy, Filter
+from proton import Described, Endpoint, Event, Handler, Link, Message, Timeout, symbol
+from proton.reactor import Container, Copy, Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver, LinkDetached
 from relay_rabbit import Rabbit, free_port
 
@@ -20,6 +20,13 @@ from broker.config import BrokerConfig
 from broker.server import Broker
 
 EVEN = Filter({symbol("f"): Described(symbol("amqp:sql-filter"), "even = TRUE")})
+
+
+class DynamicTarget(LinkOption):
+    """A sender asking the broker for a node of its own (a dynamic target)."""
+
+    def apply(self, link: Link) -> None:
+        link.target.dynamic = True
 
 
 class Upstream:
@@ -78,6 +85,8 @@ def _refusal(relay: RelayProcess, attach: str) -> str:
             conn.create_receiver("/queue/kinds", options=Copy())
         elif attach == "dynamic":
             conn.create_receiver(None, dynamic=True)
+        elif attach == "dynamic target":
+            conn.create_sender(None, options=DynamicTarget())
         else:
             conn.create_sender(None)
     except LinkDetached as exc:
@@ -116,6 +125,20 @@ def test_a_dynamic_source_is_the_upstreams_dynamic_node(
     conn.close()
 
 
+def test_a_dynamic_target_is_the_upstreams_dynamic_node(
+    upstream: Upstream, relay_factory: RelayFactory,
+) -> None:
+    relay = relay_factory(upstream.url)
+    conn = BlockingConnection(relay.address, timeout=20)
+    sender = conn.create_sender(None, options=DynamicTarget())
+    address = sender.link.remote_target.address
+    assert address and address in upstream.broker.registry.nodes
+    for i in range(3):
+        sender.send(Message(id=i, body=i))  # settled: the upstream accepted each one
+    assert upstream.depth(address) == 3
+    conn.close()
+
+
 def test_an_anonymous_producer_is_relayed_by_each_messages_to(
     upstream: Upstream, relay_factory: RelayFactory,
 ) -> None:
@@ -149,6 +172,7 @@ def test_a_dynamic_consumer_is_closed_when_the_upstream_connection_goes(
 @pytest.mark.parametrize(("attach", "text"), [
     ("browse", "(RabbitMQ) does not browse"),
     ("dynamic", "(RabbitMQ) creates no dynamic nodes"),
+    ("dynamic target", "(RabbitMQ) creates no dynamic nodes"),
     ("anonymous", "does not offer ANONYMOUS-RELAY"),
 ])
 def test_what_rabbitmq_cannot_do_is_refused_clearly(
@@ -161,3 +185,41 @@ def test_what_rabbitmq_cannot_do_is_refused_clearly(
         time.sleep(0.05)  # polling the relay's log file
     error = _refusal(relay, attach)
     assert "amqp:not-implemented" in error and text in error
+
+
+class _Silent(Handler):
+    """An upstream that opens connections and sessions but never answers an attach."""
+
+    def __init__(self, port: int) -> None:
+        super().__init__()
+        self.port = port
+
+    def on_reactor_init(self, event: Event) -> None:
+        event.container.listen(f"127.0.0.1:{self.port}")
+
+    def on_connection_remote_open(self, event: Event) -> None:
+        if event.connection.state & Endpoint.LOCAL_UNINIT:
+            event.connection.open()
+
+    def on_session_remote_open(self, event: Event) -> None:
+        if event.session.state & Endpoint.LOCAL_UNINIT:
+            event.session.open()
+
+
+def test_a_dynamic_attach_the_upstream_never_answers_is_refused_in_time(
+    relay_factory: RelayFactory,
+) -> None:
+    port = free_port()
+    container = Container(_Silent(port))
+    thread = threading.Thread(target=container.run, daemon=True)
+    thread.start()
+    try:
+        relay = relay_factory(f"amqp://127.0.0.1:{port}")
+        conn = BlockingConnection(relay.address, timeout=30)
+        with pytest.raises(LinkDetached) as info:
+            conn.create_receiver(None, dynamic=True)
+        assert "did not answer a dynamic attach within" in str(info.value)
+        conn.close()
+    finally:
+        container.stop()
+        thread.join(10)

@@ -79,6 +79,7 @@ def test_tls_settings_from_flags_and_environment(tmp_path: Path) -> None:
     (["--upstream", "amqp://h:5672", "--upstream-ca", "CA"], "need an amqps:// upstream"),
     (["--upstream", "amqps://h:5671", "--upstream-ca", "/no/such.pem"], "not a readable file"),
     (["--upstream", "amqps://h:5671", "--upstream-cert", "CA"], "go together"),
+    (["--upstream", "amqp://h:5672", "--upstream-held", "0"], "upstream_held must be at least 1"),
 ])
 def test_bad_tls_settings_are_refused(tmp_path: Path, argv: list[str], text: str) -> None:
     argv = [_pem(tmp_path, "ca.pem") if a == "CA" else a for a in argv]
