@@ -12,10 +12,24 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from proton import Timeout
+from proton.utils import BlockingReceiver
 from relay_rabbit import Rabbit, rabbit_available, start_rabbit
 from tls_certs import make_certs, openssl_missing
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def accepted_ids(receiver: BlockingReceiver, timeout: float = 2.0) -> list[str]:
+    """Receive and accept until ``timeout`` passes quietly; the message-ids, as strings."""
+    got = []
+    while True:
+        try:
+            message = receiver.receive(timeout=timeout)
+        except Timeout:
+            return got
+        got.append(str(message.id))
+        receiver.accept()
 
 
 class RelayProcess:

@@ -6,24 +6,15 @@ from __future__ import annotations
 import time
 import uuid
 
-from conftest import RelayFactory, RelayProcess
-from proton import Described, Message, Timeout, symbol
+from conftest import RelayFactory, RelayProcess, accepted_ids
+from proton import Described, Message, symbol
 from proton.reactor import Filter
-from proton.utils import BlockingConnection, BlockingReceiver
+from proton.utils import BlockingConnection
 from relay_rabbit import Rabbit
 
 NO_LOCAL = Filter({symbol("no-local"): Described(symbol("apache.org:no-local-filter:list"), [])})
 
 
-def _ids(receiver: BlockingReceiver, timeout: float = 2.0) -> list[str]:
-    got = []
-    while True:
-        try:
-            message = receiver.receive(timeout=timeout)
-        except Timeout:
-            return got
-        got.append(str(message.id))
-        receiver.accept()
 
 
 def _wait_upstream_links(relay: RelayProcess, count: int) -> None:
@@ -47,7 +38,7 @@ def test_no_local_subscriber_skips_its_own_connection_on_a_topic(
         sender = conn.create_sender(topic)
         for i in range(5):
             sender.send(Message(id=f"{who}{i}", body=i, annotations={symbol("x-keep"): who}))
-    assert _ids(alice_sub) == [f"b{i}" for i in range(5)]
+    assert accepted_ids(alice_sub) == [f"b{i}" for i in range(5)]
     got = []
     for _ in range(10):
         message = bob_sub.receive(timeout=10)
@@ -72,10 +63,10 @@ def test_no_local_queue_consumer_leaves_its_own_messages_for_others(
         for i in range(4):
             sender.send(Message(id=f"{who}{i}", body=i))
     mine = alice.create_receiver(queue, name="alice", options=NO_LOCAL, credit=20)
-    assert sorted(_ids(mine)) == [f"b{i}" for i in range(4)]
+    assert sorted(accepted_ids(mine)) == [f"b{i}" for i in range(4)]
     mine.close()  # the relay held alice's own messages unsettled; now they go back
     alice.close()
     # Another connection (through the relay too) finds every one of alice's messages.
     rest = bob.create_receiver(queue, name="bob", credit=20)
-    assert sorted(_ids(rest)) == [f"a{i}" for i in range(4)]
+    assert sorted(accepted_ids(rest)) == [f"a{i}" for i in range(4)]
     bob.close()
