@@ -36,7 +36,7 @@ from broker.producer import Producer
 from broker.registry import Registry
 from broker.terminus import read_terminus
 from filtex_proton.amqp.codec import DecodeError
-from filtex_proton.amqp.view import Section
+from filtex_proton.amqp.view import MISSING, Section
 from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
@@ -85,9 +85,11 @@ def relay_refusal(principal: Principal, link_name: str,
         to = message.view.field(Section.PROPERTIES, "to")
     except DecodeError as exc:
         return Condition(DECODE_ERROR, f"not an AMQP message: {exc}")
-    if to is None:
+    if to is None or to is MISSING:
         return None  # no destination: refused downstream as unroutable, nothing to authorise
-    if isinstance(to, str) and principal.allows(Action.SEND, to):
+    if not isinstance(to, str):
+        return Condition(DECODE_ERROR, f"properties.to is not a string: {type(to).__name__}")
+    if principal.allows(Action.SEND, to):
         return None
     log.warning("event=refusal reason=%s user=%r link=%r address=%r", UNAUTHORIZED,
                 principal.name, link_name, to)

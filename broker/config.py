@@ -88,6 +88,9 @@ class BrokerConfig:
     """Push JMS selectors upstream: auto (if it offers APACHE.ORG:SELECTOR), always, never."""
     upstream_held: int = 1000
     """Relay mode: non-matching queue messages held (unsettled) per consumer link."""
+    upstream_non_match: str = "auto"
+    """Relay mode, queue non-matches without pushdown: modified (undeliverable-here), hold,
+    or auto (modified if the upstream's product is known to honour it)."""
     archive: str = ""
     """Directory of the Parquet message archive ('' = no archive); see docs/ARCHIVE.md."""
     archive_nodes: tuple[str, ...] = ()
@@ -139,6 +142,8 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "upstream_password": (str, "relay mode: SASL PLAIN password for the upstream"),
     "upstream_selector": (str, "relay mode: push JMS selectors upstream: auto, always, never"),
     "upstream_held": (int, "relay mode: non-matching messages held per queue consumer"),
+    "upstream_non_match": (str, "relay mode: a queue consumer's non-matches: auto, modified "
+                           "(undeliverable-here, at once) or hold (while the link lives)"),
     "archive": (str, "archive every message a node accepts, as Parquet, in this directory"),
     "archive_max_pending_bytes": (int, "bytes queued for the archive writer before producers "
                                   "stall"),
@@ -383,6 +388,9 @@ def _validate(config: BrokerConfig) -> None:
     if config.upstream_selector not in ("auto", "always", "never"):
         raise ConfigError(f"upstream_selector {config.upstream_selector!r} is not auto, always "
                           "or never")
+    if config.upstream_non_match not in ("auto", "modified", "hold"):
+        raise ConfigError(f"upstream_non_match {config.upstream_non_match!r} is not auto, "
+                          "modified or hold")
     if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
         raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
     _validate_upstream_tls(config)

@@ -6,9 +6,11 @@ by selectable events while the connection is young. Once SASL succeeds it
 does what Proton's ``Acceptor`` does (a connection, a server ``Transport``
 without SASL, bound to the same selectable) and hands the socket to the fast
 event loop; bytes the client pipelined after SASL are pushed into the
-transport. The connection carries its :class:`Principal` as
-``connection.broker_principal``. Listeners without any security keep
-Proton's own ``Acceptor``: their path is unchanged.
+transport. The connection carries its :class:`Identity` as
+``connection.broker_identity`` (grants are looked up per attach). Password
+checks run on worker threads (:mod:`broker.verifier`); the SASL outcome goes
+out when the result is back. Listeners without any security keep Proton's
+own ``Acceptor``: their path is unchanged.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -24,7 +27,7 @@ from proton._handlers import IOHandler
 from proton._io import IO
 
 from broker.auth import AccessPolicy, ConnectionFacts, Identity, PlainCheck
-from broker.sasl import Outcome, SaslServer, State
+from broker.sasl import SYS_TEMP, Outcome, SaslServer, State
 from broker.tls import TlsSocket, peer_identity
 from broker.verifier import Cancellable, Limits, PasswordVerifier
 
@@ -38,6 +41,7 @@ __all__ = ["Gate", "SecureAcceptor"]
 log = logging.getLogger("filtex.broker.auth")
 
 _CHUNK = 16384
+_BUSY_LOG_INTERVAL = 10.0
 
 
 class _Later(Handler):
@@ -62,6 +66,8 @@ class Gate:
         self.container: FastContainer | None = None
         self.verifier = PasswordVerifier(wake, self._later, limits)
         """Password checks on worker threads; :meth:`complete` delivers their results."""
+        self._busy = 0
+        self._busy_logged = float("-inf")
 
     def listen(self, container: FastContainer, host: str, port: int, *,
                tls: bool) -> SecureAcceptor:
@@ -74,6 +80,18 @@ class Gate:
         assert self.container is not None  # checks start only on a listener's connections
         task: Cancellable = self.container.schedule(delay, _Later(function))
         return task
+
+    def busy(self, peer: str) -> None:
+        """An attempt refused with sys-temp: summarised in the log (a flood must not flood it)."""
+        self._busy += 1
+        now = time.monotonic()
+        if now - self._busy_logged >= _BUSY_LOG_INTERVAL:
+            log.warning("authentication: %d attempt(s) failed fast with sys-temp since the last "
+                        "such line (one every %g s at most): too many password checks in "
+                        "progress, from one address or in total; latest peer=%s", self._busy,
+                        _BUSY_LOG_INTERVAL, peer)
+            self._busy = 0
+            self._busy_logged = now
 
     def complete(self) -> None:
         """Reactor thread, on wake-up: deliver the password checks the workers finished."""
@@ -142,6 +160,7 @@ class Handshake(Handler):
         self.facts: ConnectionFacts | None = None
         self.out = bytearray()
         self.finished = False
+        self.reported = False
         selectable: Any = container.selectable(handler=cast(Any, self),
                                                delegate=self.stream)
         selectable.reading = True
@@ -208,8 +227,12 @@ class Handshake(Handler):
         if self.sasl is None and not self._tls_handshake():
             return
         self._read()
-        if self.sasl is not None and self.sasl.state is State.FAILED:
-            self._report(self.sasl.failure, self.sasl.mechanism)  # before the outcome goes
+        if self.sasl is not None and self.sasl.state is State.FAILED and not self.reported:
+            self.reported = True  # logged before the outcome goes, once
+            if self.sasl.code == SYS_TEMP:
+                self.gate.busy(self.peer)
+            else:
+                self._report(self.sasl.failure, self.sasl.mechanism)
         self._write()
         sasl = self.sasl
         assert sasl is not None

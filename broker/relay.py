@@ -8,11 +8,15 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   taken from the upstream are matched against the link's filter: matches go
   downstream, and the upstream delivery is settled with the downstream
   consumer's outcome only when that outcome arrives (accepted, rejected,
-  released; ``modified`` goes upstream as ``released``, because RabbitMQ ends
-  the session on ``modified``). A relay crash therefore loses nothing: the
-  upstream still holds every unsettled message (at-least-once).
-* Non-matching messages on a **queue** are not consumed: they are held,
-  unsettled, while the link lives (at most ``upstream_held`` per link; then the
+  released; ``modified`` goes upstream as ``modified`` with its fields where the
+  upstream honours it, else as ``released``, because RabbitMQ ends the session on
+  ``modified``). A relay crash therefore loses nothing: the upstream still holds
+  every unsettled message (at-least-once).
+* Non-matching messages on a **queue** are not consumed. Where the upstream
+  honours ``modified`` with undeliverable-here (``upstream_non_match``; ``auto``
+  asks :mod:`broker.upstream_brokers`), they are settled so at once: the upstream
+  offers them to its other consumers and never again to this link. Elsewhere they
+  are held, unsettled, while the link lives (at most ``upstream_held`` per link; then the
   link takes no more from the upstream until it detaches) and released when it
   detaches. Releasing them at once would loop on RabbitMQ (a released message is
   redelivered at once to any link with credit, the releasing one included) and
@@ -92,7 +96,7 @@ from broker.producer import Producer
 from broker.registry import Registry
 from broker.relay_origin import OriginStamp
 from broker.terminus import read_terminus
-from broker.upstream_brokers import KnownBroker, decide_pushdown, identify
+from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 from filtex_proton.pushdown import pushdown
@@ -223,8 +227,8 @@ class RelayConsumer:
         """Our upstream deliveries handed to another consumer (it settles them)."""
         self.borrowed: dict[Any, RelayConsumer] = {}
         """Upstream deliveries of another consumer's link that we send (and settle)."""
-        self.unacked: dict[Any, Any] = {}
-        """Downstream delivery -> upstream delivery (None once that connection is gone)."""
+        self.unacked: dict[Any, tuple[Any, bytes] | None] = {}
+        """Downstream delivery -> (upstream delivery, data); None once that connection is gone."""
         self.sent = 0
         self.skipped = 0
         self._tags = 0
@@ -304,6 +308,8 @@ class RelayConsumer:
             self.skipped += 1
             if self.copies or lib.pn_delivery_settled(delivery):
                 self._settle_up(delivery, ACCEPTED)
+            elif self.upstream.non_match_modified:
+                self._modify_up(delivery)  # the upstream offers it to its other consumers
             elif not self.upstream.hand_off(self, delivery, data, message):
                 self.held[delivery] = data
                 if len(self.held) == self.held_limit:
@@ -338,8 +344,19 @@ class RelayConsumer:
         self.borrowed.pop(delivery, None)
         self.pending = deque(item for item in self.pending if item[1] != delivery)
         for key, value in self.unacked.items():
-            if value == delivery:
+            if value is not None and value[0] == delivery:
                 self.unacked[key] = None  # the outcome will be settled locally only
+
+    def _hold_refused(self, up_delivery: Any, data: bytes) -> None:
+        """Undeliverable-here from downstream, where ``modified`` cannot go upstream: released,
+        RabbitMQ would offer it straight back to this link, so whoever took it upstream holds
+        it like a non-match (released when that link goes)."""
+        owner = self.borrowed.pop(up_delivery, None)
+        if owner is None:
+            self.held[up_delivery] = data
+        else:
+            owner.lent.pop(up_delivery, None)
+            owner.held[up_delivery] = data
 
     def _settle_up(self, delivery: Any, outcome: int) -> None:
         # a browser's copies are settled without an outcome: nothing is consumed upstream
@@ -347,13 +364,28 @@ class RelayConsumer:
             lib.pn_delivery_update(delivery, outcome)
         lib.pn_delivery_settle(delivery)
 
+    def _modify_up(self, delivery: Any, outcome: Any = None) -> None:
+        """Settle upstream as ``modified``: with the fields of a downstream consumer's
+        ``outcome`` (its remote disposition), or, for a non-match, undeliverable-here and
+        not delivery-failed (nothing is wrong with the message; this link is not its place)."""
+        local = lib.pn_delivery_local(delivery)
+        if outcome is None:
+            lib.pn_disposition_set_undeliverable(local, True)
+        else:
+            lib.pn_disposition_set_failed(local, lib.pn_disposition_is_failed(outcome))
+            lib.pn_disposition_set_undeliverable(local,
+                                                 lib.pn_disposition_is_undeliverable(outcome))
+            lib.pn_data_copy(lib.pn_disposition_annotations(local),
+                             lib.pn_disposition_annotations(outcome))
+        self._settle_up(delivery, MODIFIED)
+
     def _top_up(self) -> None:
         """Upstream credit: what downstream can take now, unless too much is held."""
         up = self.up_impl
         if up is None or self.closed or not self.confirmed:
             return
         want = self.credit - len(self.pending)
-        if not self.copies:
+        if not self.copies and not self.upstream.non_match_modified:
             # credit cannot be taken back: never grant more than may still be held
             want = min(want, self.held_limit - len(self.held))
         have = lib.pn_link_credit(up)
@@ -374,7 +406,7 @@ class RelayConsumer:
                 self._settle_up(up_delivery, ACCEPTED)
                 self._returned(up_delivery)
             else:
-                self.unacked[delivery] = up_delivery
+                self.unacked[delivery] = (up_delivery, data)
         self._top_up()
 
     def on_flow(self) -> None:
@@ -390,14 +422,20 @@ class RelayConsumer:
         state = lib.pn_delivery_remote_state(delivery)
         if state not in TERMINAL and not lib.pn_delivery_settled(delivery):
             return
-        up_delivery = self.unacked.pop(delivery, None)
-        if up_delivery is not None:
+        sent = self.unacked.pop(delivery, None)
+        if sent is not None:
+            up_delivery, data = sent
             if state == REJECTED:
                 condition = wrap_delivery(delivery).remote.condition
                 wrapped = wrap_delivery(up_delivery)
                 if condition is not None:
                     wrapped.local.condition = condition
                 self._settle_up(up_delivery, REJECTED)
+            elif state == MODIFIED and self.upstream.non_match_modified:
+                self._modify_up(up_delivery, lib.pn_delivery_remote(delivery))
+            elif state == MODIFIED and not self.copies and \
+                    lib.pn_disposition_is_undeliverable(lib.pn_delivery_remote(delivery)):
+                self._hold_refused(up_delivery, data)
             elif state in (RELEASED, MODIFIED):
                 self._settle_up(up_delivery, RELEASED)
             else:  # accepted, or settled without an outcome
@@ -416,10 +454,10 @@ class RelayConsumer:
             # Released messages go back, but RabbitMQ redelivers a released message at once
             # to any link with credit, this one included, and a detached link's unsettled
             # messages stay taken until the session ends: so the link's own session ends too.
-            for up_delivery in self.unacked.values():
-                if up_delivery is not None:
-                    self._settle_up(up_delivery, RELEASED)
-                    self._returned(up_delivery)
+            for sent in self.unacked.values():
+                if sent is not None:
+                    self._settle_up(sent[0], RELEASED)
+                    self._returned(sent[0])
                     returned += 1
             for _, up_delivery in self.pending:
                 self._settle_up(up_delivery, RELEASED)
@@ -652,6 +690,9 @@ class Upstream(Handler):
         self.session: Session | None = None
         self.ready = False
         self.pushdown = False
+        self.non_match_modified = False
+        """A queue consumer's non-matches go back at once as modified (undeliverable-here),
+        and a downstream modified goes up as modified; else they are held / released."""
         self.product: KnownBroker | None = None
         """The upstream broker, if its open frame names one we know."""
         self.origins = OriginStamp()
@@ -708,6 +749,11 @@ class Upstream(Handler):
         self.product = identify(connection.remote_properties)
         log.info("upstream %s open (offers %s; selector pushdown %s: %s)", self.config.upstream,
                  sorted(names) or "nothing", "on" if self.pushdown else "off", decision.reason)
+        non_match = decide_non_match(self.config.upstream_non_match, connection.remote_properties)
+        self.non_match_modified = non_match.modified
+        log.info("upstream %s: queue non-matches without pushdown are %s: %s",
+                 self.config.upstream, "modified (undeliverable-here)" if non_match.modified
+                 else "held while the link lives", non_match.reason)
         self.session = connection.session()
         self.session.open()
         self.ready = True

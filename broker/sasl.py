@@ -21,7 +21,7 @@ from proton import UNDESCRIBED, Array, Data, Described, symbol, ubyte, ulong
 
 from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value
 
-__all__ = ["AMQP_HEADER", "SASL_HEADER", "Outcome", "SaslServer", "State"]
+__all__ = ["AMQP_HEADER", "SASL_HEADER", "SYS_TEMP", "Outcome", "SaslServer", "State"]
 
 SASL_HEADER: Final = b"AMQP\x03\x01\x00\x00"
 AMQP_HEADER: Final = b"AMQP\x00\x01\x00\x00"
@@ -91,6 +91,8 @@ class SaslServer:
         self.user: str | None = None
         self.failure = ""
         """Why the negotiation failed (for the log; never contains a password)."""
+        self.code: int | None = None
+        """The failed outcome's code (None: none was sent)."""
         self.leftover = b""
         """Bytes the client sent after the SASL exchange (pipelined AMQP): for the transport."""
 
@@ -118,6 +120,7 @@ class SaslServer:
 
     def _fail(self, reason: str, code: int | None = None) -> None:
         self.failure = reason
+        self.code = code
         if code is not None:
             self.output += frame(_OUTCOME, [ubyte(code)])
         self.state = State.FAILED

@@ -32,6 +32,7 @@ from broker.node import NodeLimits
 from broker.reactor import FastContainer, FastLink
 from broker.registry import Registry
 from broker.security import build_gate, reload_users, tls_listeners
+from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
 if TYPE_CHECKING:
@@ -294,6 +295,9 @@ class Broker:
         self.clients[origin] = client
         connection.container = self.config.container_id
         connection.offered_capabilities = [ANONYMOUS_RELAY]
+        # what we are, so that a relay in front of us knows it (broker/upstream_brokers.py)
+        connection.properties = {symbol("product"): "filtex-broker",
+                                 symbol("version"): __version__}
         self.plugin.offer_capabilities(connection)
         connection.open()
         log.info("connection %d opened from %s", origin, client.label)

@@ -109,7 +109,7 @@ def _add(args: argparse.Namespace) -> int:
         tmp.unlink()
         raise UsersError(str(exc).replace(str(tmp), str(path))) from None
     tmp.replace(path)
-    print(f"{path}: added user {args.name!r}")
+    print(f"{path}: added user {args.name!r} (a running broker applies it on SIGHUP)")
     return 0
 
 

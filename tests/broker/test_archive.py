@@ -35,6 +35,8 @@ from broker_clients import (  # noqa: E402
 )
 from proton import Delivery, symbol, ubyte, uint  # noqa: E402
 
+from broker.archive_process import ArchiveOpenError, WriterProcess  # noqa: E402
+from broker.archive_wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E402
 from broker.config import ConfigError, load_config  # noqa: E402
 from broker.queue import Queue  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
@@ -316,6 +318,55 @@ def test_the_writer_process_ignores_sigint_and_has_its_own_session(
     assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == [order(1, "EMEA")]
 
 
+def start_writer(directory: Path, retain_bytes: int) -> tuple[WriterProcess, list[Progress]]:
+    progress: list[Progress] = []
+    return WriterProcess(directory, progress.append, lambda: None,
+                         retain_bytes=retain_bytes), progress
+
+
+def test_the_writer_reports_a_batch_written_only_once_it_is_in_a_segment(tmp_path: Path) -> None:
+    writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
+    assert writer.send(BATCH, encode_batch(1, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
+    wait_for(lambda: bool(progress), "no progress")
+    assert (progress[-1].appended, progress[-1].durable) == (1, 0)  # buffered, not written
+    assert not list(tmp_path.rglob("*.parquet"))
+    assert writer.send(CLOSE)
+    assert writer.wait(TIMEOUT) == 0
+    last = progress[-1]
+    assert last.final and (last.appended, last.durable, last.written, last.segments) == (1, 1, 1, 1)
+    writer.release()
+
+
+def test_the_writer_writes_early_when_the_brokers_copy_would_grow_too_large(
+    tmp_path: Path,
+) -> None:
+    writer, progress = start_writer(tmp_path, retain_bytes=1)
+    assert writer.send(BATCH, encode_batch(1, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
+    wait_for(lambda: bool(progress), "no progress")
+    assert (progress[-1].appended, progress[-1].durable, progress[-1].written) == (1, 1, 1)
+    assert len(list(tmp_path.rglob("*.parquet"))) == 1
+    writer.kill()
+
+
+def test_a_writer_whose_broker_is_gone_writes_what_it_has_and_exits(tmp_path: Path) -> None:
+    writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
+    items = [("q", order(i, "EMEA"), 1_700_000_000_000 + i) for i in range(3)]
+    assert writer.send(BATCH, encode_batch(1, items))
+    wait_for(lambda: bool(progress), "no progress")
+    writer._input.close()  # as if the broker died: end of input
+    assert writer.wait(TIMEOUT) == 0
+    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == [
+        data for _, data, _ in items]
+    writer.release()
+
+
+def test_a_writer_that_cannot_open_the_archive_says_why(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(ArchiveOpenError, match=r"cannot open the archive .*file/archive"):
+        start_writer(blocker / "archive", retain_bytes=1)
+
+
 # ----------------------------------------------------------------------------- with --data-dir
 
 
@@ -327,8 +378,8 @@ def test_with_a_data_dir_only_messages_the_store_wrote_are_archived(
     running = broker_factory(archive=str(tmp_path / "archive"), data_dir=tmp_path / "data")
     conn = connect(running.url)
     sender = conn.create_sender("q")
-    messages = [order(i, "EMEA") for i in range(3)]
-    assert send_raw(conn, sender, messages[0]).remote_state == Delivery.ACCEPTED
+    messages = [order(i, "EMEA") for i in range(6)]
+    outcomes = [send_raw(conn, sender, messages[0]).remote_state]
     real_fsync = store_module.os.fsync
     failing = True
 
@@ -338,17 +389,21 @@ def test_with_a_data_dir_only_messages_the_store_wrote_are_archived(
         real_fsync(fd)
 
     monkeypatch.setattr(store_module.os, "fsync", fsync)
-    assert send_raw(conn, sender, messages[1]).remote_state == Delivery.REJECTED
+    outcomes += [send_raw(conn, sender, data).remote_state for data in messages[1:4]]
     failing = False
     node = running.broker.registry.lookup("q")
     assert isinstance(node, Queue) and node.journal is not None
     journal = node.journal
     wait_for(lambda: not journal.broken, "the log was not repaired")
-    assert send_raw(conn, sender, messages[2]).remote_state == Delivery.ACCEPTED
+    outcomes += [send_raw(conn, sender, data).remote_state for data in messages[4:]]
     conn.close()
     stop(running)
+    assert Delivery.REJECTED in outcomes[1:4]  # the store could not write them
+    assert outcomes[0] == outcomes[4] == outcomes[5] == Delivery.ACCEPTED
+    accepted = [m for m, outcome in zip(messages, outcomes, strict=True)
+                if outcome == Delivery.ACCEPTED]
     archived = read_archive_table(tmp_path / "archive", ["raw"]).column("raw").to_pylist()
-    assert archived == [messages[0], messages[2]]  # the rejected one is not
+    assert archived == accepted  # a rejected message is in its node, not in the archive
 
 
 # ----------------------------------------------------------------------------- schema versions

@@ -1,4 +1,5 @@
-"""Password checks off the event loop, alone: the late SASL outcome, the bounds, the back-off.
+"""Password checks off the event loop, alone: the late SASL outcome, the bounds, the back-off;
+the users file reload and the per-message relay check.
 
 The verifier runs real scrypt checks on its real worker threads; only the
 reactor is played by the test (a wake-up event, a list of scheduled calls, a
@@ -10,16 +11,19 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from proton import Condition, Message, symbol
 
+from broker.access import relay_refusal
 from broker.auth import AccessPolicy, ConnectionFacts, PlainCheck
-from broker.permissions import Action
+from broker.permissions import Action, Grants, Principal
 from broker.sasl import SASL_HEADER, Outcome, SaslServer, State, frame
 from broker.users import hash_password, load_users
 from broker.verifier import Limits, PasswordVerifier
 from filtex_proton.amqp.codec import decode_value
-from proton import symbol
+from filtex_proton.plugin import FilterMessage
 
 CHEAP = hash_password("right", n=16)  # a real scrypt hash, cheap enough for many checks
 
@@ -102,9 +106,9 @@ def reactor() -> Reactor:
     return Reactor()
 
 
-def _verifier(reactor: Reactor, **limits: float) -> PasswordVerifier:
-    return PasswordVerifier(reactor.woken.set, reactor.schedule,
-                            Limits(**limits), clock=lambda: reactor.now)  # type: ignore[arg-type]
+def _verifier(reactor: Reactor, **limits: Any) -> PasswordVerifier:
+    return PasswordVerifier(reactor.woken.set, reactor.schedule, Limits(**limits),
+                            clock=lambda: reactor.now)
 
 
 def test_checks_run_on_workers_and_report_on_complete(reactor: Reactor) -> None:
@@ -194,3 +198,24 @@ def test_reload_swaps_a_valid_file_and_keeps_the_old_one_otherwise(
     assert not policy.reload()
     assert "NOT reloaded" in caplog.text and "ord*" in caplog.text
     assert policy.principal("a", "PLAIN").allows(Action.SEND, "y")  # the previous file stays
+
+
+# -- the per-message check of anonymous-relay links (ours and relay mode's) -----------------------
+
+
+def test_relay_refusal_reads_properties_to() -> None:
+    principal = Principal("p", "PLAIN", Grants(send=["orders.#"]))
+
+    def verdict(message: Message) -> Condition | None:
+        return relay_refusal(principal, "link", FilterMessage(message.encode(), None))
+
+    assert verdict(Message(address="orders.eu", body="x")) is None
+    assert verdict(Message(body="no to")) is None  # unroutable: refused as such downstream
+    refused = verdict(Message(address="billing", body="x"))
+    assert refused is not None and refused.name == "amqp:unauthorized-access"
+    assert "no send permission for 'billing'" in str(refused.description)
+    everyone = Principal("q", "ANONYMOUS", None)  # no users file: no restrictions
+    assert relay_refusal(everyone, "link", FilterMessage(
+        Message(address="billing").encode(), None)) is None
+    broken = relay_refusal(principal, "link", FilterMessage(b"\x00Sp\xff", None))
+    assert broken is not None and broken.name == "amqp:decode-error"

@@ -1,4 +1,5 @@
-"""Relay mode without sockets: the pushdown decision table and the upstream TLS settings."""
+"""Relay mode without sockets: the pushdown and non-match decision tables, and the upstream
+settings (TLS, non-match mode)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 from proton import symbol
 
 from broker.config import ConfigError, load_config
-from broker.upstream_brokers import KNOWN_BROKERS, decide_pushdown
+from broker.upstream_brokers import KNOWN_BROKERS, decide_non_match, decide_pushdown
 
 
 @pytest.mark.parametrize(("product", "version", "pushdown"), [
@@ -55,6 +56,57 @@ def test_every_table_entry_is_reachable_by_its_product_names() -> None:
             decision = decide_pushdown("auto", [], {"product": product.upper()})
             assert decision.pushdown is broker.evaluates_selectors
             assert broker.label in decision.reason
+            non_match = decide_non_match("auto", {"product": product.upper()})
+            assert non_match.modified is broker.undeliverable_here
+            assert broker.label in non_match.reason
+            assert broker.undeliverable_note  # the log says what that broker does
+
+
+@pytest.mark.parametrize(("product", "version", "modified"), [
+    ("apache-activemq-artemis", "2.44.0", True),
+    ("ActiveMQ", "5.18.3", False),  # undeliverable-here is a poison ack: the DLQ
+    ("qpid-cpp", "1.39.0", True),
+    ("Qpid Broker-J", "9.2.0", True),
+    ("RabbitMQ", "3.10.8", False),  # ends the session (observed here)
+    ("RabbitMQ", "4.0.5", False),  # dead-letters or drops it
+    ("filtex-broker", "0.1.0", True),
+    ("some-other-broker", "1.0", False),
+])
+def test_auto_modifies_non_matches_only_where_the_product_honours_it(
+    product: str, version: str, modified: bool,
+) -> None:
+    decision = decide_non_match("auto", {symbol("product"): product, symbol("version"): version})
+    assert decision.modified is modified
+    assert version in decision.reason
+
+
+def test_an_unnamed_or_unknown_upstream_holds_non_matches() -> None:
+    unnamed = decide_non_match("auto", None)
+    assert not unnamed.modified
+    assert "names no product" in unnamed.reason
+    unknown = decide_non_match("auto", {symbol("product"): b"Solace"})
+    assert not unknown.modified
+    assert "'Solace'" in unknown.reason and "undeliverable-here" in unknown.reason
+
+
+def test_modified_and_hold_ignore_the_product() -> None:
+    rabbit = {symbol("product"): "RabbitMQ"}
+    assert decide_non_match("modified", rabbit).modified
+    assert not decide_non_match("hold", {symbol("product"): "filtex-broker"}).modified
+    assert "--upstream-non-match hold" in decide_non_match("hold", rabbit).reason
+
+
+def test_the_non_match_mode_from_flag_environment_and_file(tmp_path: Path) -> None:
+    assert load_config([], env={}).upstream_non_match == "auto"
+    assert load_config(["--upstream-non-match", "hold"], env={}).upstream_non_match == "hold"
+    env = {"FILTEX_UPSTREAM_NON_MATCH": "modified"}
+    assert load_config([], env=env).upstream_non_match == "modified"
+    toml = tmp_path / "relay.toml"
+    toml.write_text('[broker]\nupstream_non_match = "hold"\n')
+    assert load_config(["--config", str(toml)], env=env).upstream_non_match == "modified"
+    assert load_config(["--config", str(toml)], env={}).upstream_non_match == "hold"
+    with pytest.raises(ConfigError, match="upstream_non_match 'release' is not auto, modified"):
+        load_config(["--upstream-non-match", "release"], env={})
 
 
 def _pem(tmp_path: Path, name: str) -> str:
