@@ -10,8 +10,9 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   consumer's outcome only when that outcome arrives (accepted, rejected,
   released; ``modified`` goes upstream as ``modified`` with its fields where the
   upstream honours it, else as ``released``, because RabbitMQ ends the session on
-  ``modified``). A relay crash therefore loses nothing: the upstream still holds
-  every unsettled message (at-least-once).
+  ``modified``, or held like a non-match if undeliverable-here). A relay crash
+  therefore loses nothing: the upstream still holds every unsettled message
+  (at-least-once).
 * Non-matching messages on a **queue** are not consumed. Where the upstream
   honours ``modified`` with undeliverable-here (``upstream_non_match``; ``auto``
   asks :mod:`broker.upstream_brokers`), they are settled so at once: the upstream

@@ -15,8 +15,8 @@ while ignoring it. So ``auto`` trusts the capability first, then the
 looked up in :data:`KNOWN_BROKERS`; anything else gets no pushdown (pushing
 nothing is always correct: the relay evaluates the whole filter set itself).
 An unknown product's non-matches are held, not ``modified``: a broker that
-does not honour undeliverable-here may end the session (RabbitMQ 3.x),
-dead-letter or drop the message (RabbitMQ 4.x, ActiveMQ 5), which loses it
+does not honour undeliverable-here may end the session (RabbitMQ 3.10),
+dead-letter or drop the message (later RabbitMQ, ActiveMQ 5), which loses it
 for the other consumers; holding only delays it.
 """
 
@@ -77,8 +77,8 @@ KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
     KnownBroker("RabbitMQ", frozenset({"rabbitmq"}),
                 False, "ignores source filters but echoes them in the attach reply",
                 browses=False, dynamic_nodes=False,
-                undeliverable_note="3.10 ends the session on modified (observed); 3.11+ and 4.x "
-                "dead-letter or drop an undeliverable-here message"),
+                undeliverable_note="3.10.8 ends the session on modified (observed); later "
+                "releases dead-letter or drop an undeliverable-here message"),
     KnownBroker("filtex-broker", frozenset({"filtex-broker"}),
                 True, "offers APACHE.ORG:SELECTOR",
                 undeliverable_here=True,
