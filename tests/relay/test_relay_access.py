@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import RelayFactory
 from proton import Delivery, Message
 from proton.utils import BlockingConnection, BlockingSender, LinkDetached
 from relay_rabbit import free_port
+from relay_support import RelayFactory
 
 from broker.config import BrokerConfig
 from broker.server import Broker

@@ -7,11 +7,11 @@ import time
 import uuid
 
 import pytest
-from conftest import RelayFactory, accepted_ids
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
 from relay_rabbit import Rabbit
+from relay_support import RelayFactory, accepted_ids
 
 EVEN = Filter({symbol("f"): Described(symbol("amqp:sql-filter"), "even = TRUE")})
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import time
 import uuid
 
-from conftest import RelayFactory, RelayProcess, accepted_ids
 from proton import Described, Message, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
 from relay_rabbit import Rabbit
+from relay_support import RelayFactory, RelayProcess, accepted_ids
 
 NO_LOCAL = Filter({symbol("no-local"): Described(symbol("apache.org:no-local-filter:list"), [])})
 

@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import RelayFactory, RelayProcess, accepted_ids
 from proton import Data, Delivery, Described, Message, Timeout, symbol
 from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
 from relay_rabbit import Rabbit, free_port
+from relay_support import RelayFactory, RelayProcess, accepted_ids
 
 from broker.config import BrokerConfig
 from broker.consumer import Consumer

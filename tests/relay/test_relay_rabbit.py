@@ -7,11 +7,11 @@ import time
 import uuid
 
 import pytest
-from conftest import RelayFactory
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection, LinkDetached
 from relay_rabbit import Rabbit
+from relay_support import RelayFactory
 
 
 def _id(message: Message) -> int:

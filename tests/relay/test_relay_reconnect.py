@@ -6,11 +6,11 @@ import contextlib
 import threading
 import time
 
-from conftest import RelayFactory
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
 from relay_rabbit import free_port
+from relay_support import RelayFactory
 
 from broker.config import BrokerConfig
 from broker.server import Broker

@@ -7,11 +7,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import RelayFactory, RelayProcess
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
 from relay_rabbit import Rabbit
+from relay_support import RelayFactory, RelayProcess
 
 EVEN = Filter({symbol("f"): Described(symbol("amqp:sql-filter"), "even = TRUE")})
 
