@@ -22,7 +22,7 @@ import select
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from broker.archive_wire import (
     ACK,
@@ -35,7 +35,9 @@ from broker.archive_wire import (
     read_frame,
     write_frame,
 )
-from filtex_proton.spark.archive import ArchiveWriter
+
+if TYPE_CHECKING:
+    from filtex_proton.spark.archive import ArchiveWriter
 
 __all__ = ["main"]
 
@@ -80,18 +82,19 @@ class _Feed:
                 self._report()
 
     def _append(self, payload: bytes) -> None:
-        number, items = decode_batch(payload)
+        number, sequence, items = decode_batch(payload)
         writer = self.writer
         size = 0
         for address, data, arrival_ms in items:
             size += len(data)
             try:
-                writer.append(address, data, arrival_ms)
+                writer.append(address, data, arrival_ms, sequence)
             except Exception as exc:  # one bad message must not cost the others
                 self.errors += 1
                 if self.errors <= 10 or self.errors % 1000 == 0:
                     log.error("archive: cannot append a message to %r: %s [%d errors so far]",
                               address, exc, self.errors)
+            sequence += 1
         self._unwritten.append((number, writer.last_sequence, size))
         self._unwritten_bytes += size
         self.appended = number
@@ -146,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s[writer %(process)d]: "
                                "%(message)s")
-    try:
+    try:  # imported only now: nothing may write to the progress pipe but us
+        from filtex_proton.spark.archive import ArchiveWriter
+
         writer = ArchiveWriter(directory, handle_sigterm=False)
     except Exception as exc:
         write_frame(sink, FAILED, f"cannot open the archive {directory}: {exc}".encode())

@@ -33,7 +33,7 @@ _HEADER: Final = struct.Struct("!IB")
 """Payload length, frame kind."""
 
 BATCH: Final = 1
-"""Broker → writer: ``(batch number, [(address, bytes, arrival ms), ...])``."""
+"""Broker → writer: ``(batch number, first row sequence, [(address, bytes, arrival ms), ...])``."""
 CLOSE: Final = 2
 """Broker → writer: write everything, close the archive, report and exit."""
 READY: Final = 3
@@ -76,13 +76,14 @@ class Progress:
         return cls(*cls._FORMAT.unpack(payload))
 
 
-def encode_batch(number: int, items: list[Item]) -> bytes:
-    return pickle.dumps((number, items), protocol=pickle.HIGHEST_PROTOCOL)
+def encode_batch(number: int, first_sequence: int, items: list[Item]) -> bytes:
+    """A batch; its messages get the row sequences ``first_sequence``, ``first_sequence + 1`` …"""
+    return pickle.dumps((number, first_sequence, items), protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def decode_batch(payload: bytes) -> tuple[int, list[Item]]:
-    number, items = pickle.loads(payload)
-    return int(number), items
+def decode_batch(payload: bytes) -> tuple[int, int, list[Item]]:
+    number, first_sequence, items = pickle.loads(payload)
+    return int(number), int(first_sequence), items
 
 
 def write_frame(fd: int, kind: int, payload: bytes = b"") -> None:

@@ -141,6 +141,9 @@ class Archiver:
         self._unwritten: collections.deque[_Batch] = collections.deque()
         """Batches turned into rows and not yet written: sent again if the writer dies."""
         self._numbers = itertools.count(1)
+        self._sequence = time.time_ns() // 1000
+        """The next row's ``sequence`` (feeder thread). Numbered here, not by the writer, so that
+        a message sent again keeps it; from the clock, so that it grows across restarts."""
         self._earlier = Progress(0, 0, 0, 0, 0, 0)
         """The counters of the writer processes that died (``written`` … ``errors``)."""
         self._restart_delay = _RESTART_DELAY[0]
@@ -234,8 +237,9 @@ class Archiver:
             size += len(item[1])
         if not items:
             return None
-        number = next(self._numbers)
-        return _Batch(number, encode_batch(number, items), size, len(items))
+        number, first = next(self._numbers), self._sequence
+        self._sequence += len(items)
+        return _Batch(number, encode_batch(number, first, items), size, len(items))
 
     def _sleep(self) -> None:
         self._sleeping = True

@@ -212,7 +212,8 @@ class Store:
         self._wake = wake
         self._cond = threading.Condition()
         self._dirty: dict[Journal, None] = {}
-        self._waiting: list[Callback] = []
+        self._waiting: list[tuple[Callback, int]] = []
+        """Callbacks with the number of the last batch written when each was registered."""
         self._done: list[tuple[Callback, bool]] = []
         self._closing = False
         self._failed = False
@@ -223,6 +224,12 @@ class Store:
         """Changes handed to the store (reactor thread, under the lock)."""
         self._written = 0
         """The value of ``_appended`` the last written batch covered (writer thread)."""
+        self._batch_number = 0
+        self._last_written_batch = 0
+        self._last_failed_batch = 0
+        """A callback is only told ``ok`` if no batch failed since the last one written before
+        it was registered: its change may have been in the failed batch, and a later batch
+        that writes nothing (or other logs) says nothing about it."""
         self._journals: dict[str, Journal] = {}
         """Recovered logs by node key, until a node claims them."""
         self._files: dict[Journal, None] = {}
@@ -345,7 +352,7 @@ class Store:
     def after_commit(self, callback: Callback) -> None:
         """Run ``callback`` on the reactor thread once what was appended so far is on disk."""
         with self._cond:
-            self._waiting.append(callback)
+            self._waiting.append((callback, self._last_written_batch))
             self._cond.notify()
 
     def complete(self) -> None:
@@ -378,10 +385,15 @@ class Store:
             broken = self._write_batch(batch)
             ok = not broken
             with self._cond:
+                self._batch_number += 1
                 if ok:
                     self._written = covered
+                    self._last_written_batch = self._batch_number
+                else:
+                    self._last_failed_batch = self._batch_number
                 self._broken.extend(broken)
-                self._done.extend((callback, ok) for callback in callbacks)
+                self._done.extend((callback, ok and self._last_failed_batch <= registered)
+                                  for callback, registered in callbacks)
             if broken:
                 time.sleep(RETRY_PAUSE)  # then the reactor rewrites the broken logs
             if callbacks or broken:

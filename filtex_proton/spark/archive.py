@@ -604,12 +604,18 @@ class ArchiveWriter:
 
     # -- appending -----------------------------------------------------------
 
-    def append(self, address: str, data: bytes, arrival_ms: int) -> None:
-        """Archive one message that arrived at ``address`` at ``arrival_ms`` (ms since epoch)."""
+    def append(self, address: str, data: bytes, arrival_ms: int,
+               sequence: int | None = None) -> None:
+        """Archive one message that arrived at ``address`` at ``arrival_ms`` (ms since epoch).
+
+        ``sequence``: the row's number, for a caller that numbers messages itself
+        (increasing; the broker does, so that a message sent again after a crash
+        of its writer process keeps its number); default: the writer's own count.
+        """
         with self._lock:
             if self._closed:
                 raise ValueError("the archive writer is closed")
-            self._sequence += 1
+            self._sequence = self._sequence + 1 if sequence is None else sequence
             sequence = self._sequence
         row = message_row(data, address=address, arrival_ms=arrival_ms, sequence=sequence)
         size = len(row["raw"]) + 256
@@ -778,15 +784,23 @@ class ArchiveVersionError(ValueError):
     """A segment file this version of filtex-proton cannot read correctly."""
 
 
-def segment_version(metadata: Mapping[bytes, bytes] | None, where: str) -> int:
+_SPARK_KEY: Final = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def segment_version(schema: pa.Schema, where: str) -> int:
     """The schema version in a segment's Parquet key-value metadata, checked.
 
     Raises :class:`ArchiveVersionError` for a newer version (its columns may mean
     something this code does not know), an unknown older one, or a file that has
-    no version at all (not written by :class:`ArchiveWriter`).
+    no version at all. One exception: Spark cannot stamp the version, so a file
+    Spark wrote (``filtex-spark select --out``) with exactly the current columns
+    is taken for the current version.
     """
-    text = (metadata or {}).get(_VERSION_KEY)
+    metadata = schema.metadata or {}
+    text = metadata.get(_VERSION_KEY)
     if text is None:
+        if _SPARK_KEY in metadata and set(schema.names) == set(ARCHIVE_SCHEMA.names):
+            return SCHEMA_VERSION
         raise ArchiveVersionError(f"{where}: not a filtex archive segment (no "
                                   f"{_VERSION_KEY.decode()} in its Parquet metadata)")
     try:
@@ -810,8 +824,7 @@ def check_archive(directory: str | os.PathLike[str]) -> dict[int, int]:
     dataset = pads.dataset(os.fspath(directory), format="parquet", partitioning=_PARTITIONING)
     counts: dict[int, int] = {}
     for path in dataset.files:
-        schema = pq.read_schema(path, filesystem=dataset.filesystem)
-        version = segment_version(schema.metadata, path)
+        version = segment_version(pq.read_schema(path, filesystem=dataset.filesystem), path)
         counts[version] = counts.get(version, 0) + 1
     return counts
 

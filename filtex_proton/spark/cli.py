@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Final, TextIO
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.typed_json import TypedJsonError, filter_set_from_json, to_json
 from filtex_proton.filterset import FilterSet, decode_filter_set
+from filtex_proton.spark.archive import ArchiveVersionError
 from filtex_proton.spark.plan import Plan, as_filter_set, plan
 
 if TYPE_CHECKING:
@@ -365,6 +366,9 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
     except _UsageError as exc:
         print(f"filtex-spark: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ArchiveVersionError as exc:  # an archive written by a newer filtex-proton
+        print(f"filtex-spark: {exc}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":  # spark-submit runs this file

@@ -15,7 +15,12 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from filtex_proton.spark.archive import ARCHIVE_SCHEMA, PARTITION_COLUMNS, address_partition
+from filtex_proton.spark.archive import (
+    ARCHIVE_SCHEMA,
+    PARTITION_COLUMNS,
+    address_partition,
+    check_archive,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -103,6 +108,8 @@ def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
     from pyspark.sql import functions as F  # noqa: N812
 
     path = os.fspath(directory)
+    if os.path.isdir(path):  # a local archive: refuse newer schema versions before Spark reads
+        check_archive(path)  # (a remote URL is read as it is: its footers are Spark's to read)
     df = (spark.read.schema(archive_spark_schema()).option("basePath", path)
           .option("recursiveFileLookup", "false").parquet(path))
     wanted = None if addresses is None else list(dict.fromkeys(addresses))

@@ -293,10 +293,38 @@ def test_a_killed_writer_process_is_restarted_and_nothing_is_lost(
     stop(running)
     assert f"the writer process {dead} exited unexpectedly" in caplog.text
     assert "150 message(s) not yet written" in caplog.text
-    # Sent again to the new writer: in the archive once (nothing was written before the kill).
-    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == first + second
+    # Sent again to the new writer: in the archive once (nothing was written before the kill),
+    # numbered by the broker, in arrival order.
+    table = read_archive_table(tmp_path, ["raw", "sequence"])
+    assert table.column("raw").to_pylist() == first + second
+    sequences = table.column("sequence").to_pylist()
+    assert sequences == sorted(sequences) and len(set(sequences)) == 300
     assert archiver.stats.appended == archiver.stats.offered == 300
     assert archiver.stats.written == 300
+
+
+def test_a_writer_that_cannot_be_restarted_stalls_archiving_not_the_broker(
+    broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, "filtex.broker.archive")
+    archive = tmp_path / "archive"
+    running = broker_factory(archive=str(archive), archive_nodes=("archived",))
+    archiver = running.broker.archive
+    assert archiver is not None
+    send_all(running.url, "archived", [order(1, "EMEA")])
+    wait_for(lambda: archiver.stats.appended == 1, "the writer did not append")
+    archive.rename(tmp_path / "elsewhere")
+    archive.write_text("a file where the archive must be")  # no new writer can open it
+    os.kill(archiver.writer_pid, signal.SIGKILL)
+    wait_for(lambda: "cannot start a writer process" in caplog.text, "no restart was tried")
+    send_all(running.url, "other", [order(2, "AMER")])  # the broker serves on
+    conn = connect(running.url)
+    _, handler = raw_receiver(conn, "archived", credit=10)
+    assert len(wait_received(conn, handler, 1)) == 1  # the node has its message
+    conn.close()
+    stop(running)  # gives up on the archive after a few more attempts, and exits cleanly
+    assert "archive: 1 message(s) could not be archived" in caplog.text
+    assert archiver.stats.restarts == 1 and archiver.stats.appended == 1
 
 
 def test_the_writer_process_ignores_sigint_and_has_its_own_session(
@@ -326,7 +354,7 @@ def start_writer(directory: Path, retain_bytes: int) -> tuple[WriterProcess, lis
 
 def test_the_writer_reports_a_batch_written_only_once_it_is_in_a_segment(tmp_path: Path) -> None:
     writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
-    assert writer.send(BATCH, encode_batch(1, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
+    assert writer.send(BATCH, encode_batch(1, 7, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
     wait_for(lambda: bool(progress), "no progress")
     assert (progress[-1].appended, progress[-1].durable) == (1, 0)  # buffered, not written
     assert not list(tmp_path.rglob("*.parquet"))
@@ -341,7 +369,7 @@ def test_the_writer_writes_early_when_the_brokers_copy_would_grow_too_large(
     tmp_path: Path,
 ) -> None:
     writer, progress = start_writer(tmp_path, retain_bytes=1)
-    assert writer.send(BATCH, encode_batch(1, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
+    assert writer.send(BATCH, encode_batch(1, 7, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
     wait_for(lambda: bool(progress), "no progress")
     assert (progress[-1].appended, progress[-1].durable, progress[-1].written) == (1, 1, 1)
     assert len(list(tmp_path.rglob("*.parquet"))) == 1
@@ -351,12 +379,13 @@ def test_the_writer_writes_early_when_the_brokers_copy_would_grow_too_large(
 def test_a_writer_whose_broker_is_gone_writes_what_it_has_and_exits(tmp_path: Path) -> None:
     writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
     items = [("q", order(i, "EMEA"), 1_700_000_000_000 + i) for i in range(3)]
-    assert writer.send(BATCH, encode_batch(1, items))
+    assert writer.send(BATCH, encode_batch(1, 40, items))
     wait_for(lambda: bool(progress), "no progress")
     writer._input.close()  # as if the broker died: end of input
     assert writer.wait(TIMEOUT) == 0
-    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == [
-        data for _, data, _ in items]
+    table = read_archive_table(tmp_path, ["raw", "sequence"])
+    assert table.column("raw").to_pylist() == [data for _, data, _ in items]
+    assert table.column("sequence").to_pylist() == [40, 41, 42]  # numbered by the broker
     writer.release()
 
 
@@ -563,3 +592,23 @@ def test_filter_on_the_archive_equals_what_a_live_filtered_consumer_got(
     assert [bytes(r["raw"]) for r in matched.select("raw").collect()] == live
     long_rows = read_archive(spark, tmp_path, [LONG_ADDRESS]).select("address").collect()
     assert [r["address"] for r in long_rows] == [LONG_ADDRESS] * 5
+
+
+def test_matches_spark_wrote_are_read_back_as_the_current_schema_version(
+    broker_factory: BrokerFactory, tmp_path: Path, spark: SparkSession,
+) -> None:
+    import io
+
+    from filtex_proton.spark.cli import main as filtex_spark
+
+    running = broker_factory(archive=str(tmp_path / "archive"))
+    messages = [order(i, "EMEA") for i in range(6)]
+    send_all(running.url, "orders", messages)
+    stop(running)
+    out = tmp_path / "selected"
+    status = filtex_spark(["select", "--archive", str(tmp_path / "archive"), "--filter",
+                           "n >= 3", "--out", str(out), "--count"], stdout=io.StringIO())
+    assert status == 0
+    # Spark cannot stamp filtex.archive.schema_version; its files have the current columns.
+    assert sum(check_archive(out).values()) >= 1 and set(check_archive(out)) == {2}
+    assert read_archive_table(out, ["raw"]).column("raw").to_pylist() == messages[3:]

@@ -100,6 +100,50 @@ def test_a_commit_callback_runs_only_after_the_write(tmp_path: Path) -> None:
     store.close()
 
 
+
+def test_a_change_in_a_failed_batch_is_never_reported_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The race found in review: a callback registered while its change's batch is being
+    written, that batch fails, and the next batch writes nothing: the callback must hear
+    "not written", not "written" from that empty batch."""
+    store = Store(tmp_path, lambda: None)
+    journal = store.journal({"kind": "queue", "name": "q"})
+    in_fsync, release = threading.Event(), threading.Event()
+
+    def failing_fsync(fd: int) -> None:
+        in_fsync.set()
+        assert release.wait(TIMEOUT)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_module.os, "fsync", failing_fsync)
+    store.append(journal, record(ENQUEUE, 1, b"m"))
+    assert in_fsync.wait(TIMEOUT)  # the writer holds the batch with the change
+    results: list[bool] = []
+    store.after_commit(results.append)  # registered while that batch is in flight
+    monkeypatch.undo()
+    release.set()
+    deadline = time.monotonic() + TIMEOUT
+    while not results and time.monotonic() < deadline:
+        store.complete()  # the reactor's part: runs callbacks, rewrites the broken log
+        time.sleep(0.01)
+    assert results == [False]
+    # Once the log is rewritten, changes are reported written again (the first one after a
+    # failure may still be refused: conservative, never wrong).
+    later: list[bool] = []
+    ident = 2
+    while True not in later and time.monotonic() < deadline:
+        if len(later) == ident - 2:
+            store.append(journal, record(ENQUEUE, ident, b"n"))
+            store.after_commit(later.append)
+            ident += 1
+        store.complete()
+        time.sleep(0.01)
+    assert later[-1] is True and later.count(True) == 1
+    assert (ENQUEUE, ident - 1, b"n") in parse(journal.path.read_bytes())[0]
+    store.close()
+
+
 # -- restarts -------------------------------------------------------------------------------
 
 

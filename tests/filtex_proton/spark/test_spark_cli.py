@@ -123,6 +123,26 @@ def test_select_and_out_with_an_address_too_long_for_a_file_name(
     assert out.splitlines()[-1] == "3"
 
 
+
+def test_an_archive_from_a_newer_schema_version_is_refused(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import pyarrow.parquet as pq
+
+    from filtex_proton.amqp.message import encode_message
+    from filtex_proton.spark.archive import ArchiveWriter
+
+    with ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False) as w:
+        w.append("q", encode_message(properties={"subject": "s"}, body="x"), 1_700_000_000_000)
+    (segment,) = tmp_path.rglob("*.parquet")
+    table = pq.read_table(segment)
+    newer = {**(table.schema.metadata or {}), b"filtex.archive.schema_version": b"99"}
+    pq.write_table(table.replace_schema_metadata(newer), segment)
+    status, _ = run(["select", "--archive", str(tmp_path), "--filter", FILTER, "--count"])
+    assert status == 1
+    assert "schema version 99, newer than" in capsys.readouterr().err
+
+
 def test_select_shows_matches_as_typed_json(spark: SparkSession, corpus: Corpus) -> None:
     status, out = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
                        "--show", "3"])
