@@ -29,6 +29,7 @@ from proton._handlers import ConnectSelectable
 from proton.reactor import Container
 
 from broker.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, lib
+from broker.poller import install as install_poll_selector
 
 __all__ = ["FastContainer", "FastLink"]
 
@@ -64,7 +65,7 @@ class FastContainer(Container):
         self._fast: dict[Any, tuple[FastLink, Link]] = {}
         self._dirty: dict[Any, None] = {}
         io: Any = self.global_handler  # GlobalOverrides around proton's IOHandler
-        self._selector: Any = io.base._selector
+        self._selector: Any = install_poll_selector(io.base)  # select(2) stops at fd 1023
         self._out_size = 65536
         self._out: Any = ffi.new("char[]", self._out_size)
         self.buffered: set[Any] = set()
