@@ -93,7 +93,10 @@ def _field(node: ast.Field, dialect: Dialect) -> str:
         if isinstance(reference, ast.Key):
             text += "." + _name(reference.name)
         else:
-            text += "[" + _operand(reference.index, dialect) + "]"
+            index = _operand(reference.index, dialect)
+            if index.endswith("]") or index.startswith("["):
+                index = f" {index} "  # '[[x]]' would lex as one delimited name, ']]' escaped
+            text += "[" + index + "]"
     return text
 
 
