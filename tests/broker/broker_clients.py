@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -218,3 +219,18 @@ def encoded(**sections: Any) -> bytes:
 
 def app_property(view: RawMessageView, name: str) -> Any:
     return view.field(Section.APPLICATION_PROPERTIES, name)
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+@dataclass
+class DiskFull:
+    """While ``full``, the durable store's fsync fails with ENOSPC (the ``disk_full`` fixture)."""
+
+    full: bool = False

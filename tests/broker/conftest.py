@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_clients import BrokerFactory, RunningBroker
+from broker_clients import BrokerFactory, DiskFull, RunningBroker
 
 from broker.config import BrokerConfig
 from broker.server import Broker
@@ -36,3 +36,20 @@ def broker_factory() -> Iterator[BrokerFactory]:
 @pytest.fixture
 def broker(broker_factory: BrokerFactory) -> RunningBroker:
     return broker_factory()
+
+
+@pytest.fixture
+def disk_full(monkeypatch: pytest.MonkeyPatch) -> DiskFull:
+    """Set ``.full`` to make the durable store's writes fail as on a full disk."""
+    from broker import store
+
+    state = DiskFull()
+    real_fsync = store.os.fsync
+
+    def fsync(fd: int) -> None:
+        if state.full:
+            raise OSError(28, "No space left on device")
+        real_fsync(fd)
+
+    monkeypatch.setattr(store.os, "fsync", fsync)
+    return state

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +26,13 @@ pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip instal
 from broker_clients import (  # noqa: E402
     TIMEOUT,
     BrokerFactory,
+    DiskFull,
     RunningBroker,
     connect,
     raw_receiver,
     send_raw,
     sql,
+    wait_for,
     wait_received,
 )
 from proton import Delivery, symbol, ubyte, uint  # noqa: E402
@@ -267,13 +269,6 @@ def test_a_write_error_is_logged_counted_and_the_broker_goes_on(
 # ----------------------------------------------------------------------------- the writer process
 
 
-def wait_for(condition: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-
-
 def test_a_killed_writer_process_is_restarted_and_nothing_is_lost(
     broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -400,26 +395,16 @@ def test_a_writer_that_cannot_open_the_archive_says_why(tmp_path: Path) -> None:
 
 
 def test_with_a_data_dir_only_messages_the_store_wrote_are_archived(
-    broker_factory: BrokerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    broker_factory: BrokerFactory, tmp_path: Path, disk_full: DiskFull,
 ) -> None:
-    from broker import store as store_module
-
     running = broker_factory(archive=str(tmp_path / "archive"), data_dir=tmp_path / "data")
     conn = connect(running.url)
     sender = conn.create_sender("q")
     messages = [order(i, "EMEA") for i in range(6)]
     outcomes = [send_raw(conn, sender, messages[0]).remote_state]
-    real_fsync = store_module.os.fsync
-    failing = True
-
-    def fsync(fd: int) -> None:
-        if failing:
-            raise OSError(28, "No space left on device")
-        real_fsync(fd)
-
-    monkeypatch.setattr(store_module.os, "fsync", fsync)
+    disk_full.full = True
     outcomes += [send_raw(conn, sender, data).remote_state for data in messages[1:4]]
-    failing = False
+    disk_full.full = False
     node = running.broker.registry.lookup("q")
     assert isinstance(node, Queue) and node.journal is not None
     journal = node.journal

@@ -16,6 +16,7 @@ import pytest
 from broker_clients import (
     TIMEOUT,
     BrokerFactory,
+    DiskFull,
     RunningBroker,
     TopicOption,
     bodies,
@@ -25,6 +26,7 @@ from broker_clients import (
     raw_receiver,
     send,
     sql,
+    wait_for,
     wait_received,
 )
 from proton import Delivery, Message
@@ -319,31 +321,21 @@ def test_a_rejected_message_is_dead_lettered_durably(
 
 
 def test_a_failed_write_is_reported_to_the_producer_and_repaired(
-    broker_factory: BrokerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    broker_factory: BrokerFactory, tmp_path: Path, disk_full: DiskFull
 ) -> None:
     running = broker_factory(data_dir=tmp_path)
     conn = connect(running.url)
     sender = conn.create_sender("q")
     send(sender, message(0))
-    real_fsync = store_module.os.fsync
-    failing = True
-
-    def fsync(fd: int) -> None:
-        if failing:
-            raise OSError(28, "No space left on device")
-        real_fsync(fd)
-
-    monkeypatch.setattr(store_module.os, "fsync", fsync)
+    disk_full.full = True
     with pytest.raises(SendException) as refused:
         sender.send(message(1), timeout=TIMEOUT)
     assert refused.value.state == Delivery.REJECTED
-    failing = False
+    disk_full.full = False
     journal = queue_of(running, "q").journal
     assert journal is not None
-    deadline = time.monotonic() + TIMEOUT
-    while journal.broken:  # the store retries the rewrite by itself
-        assert time.monotonic() < deadline, "the log was not repaired"
-        time.sleep(0.05)
+    # the store retries the rewrite by itself
+    wait_for(lambda: not journal.broken, "the log was not repaired")
     send(sender, message(2))  # accepted again, after the log it goes into
     conn.close()
 
