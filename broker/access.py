@@ -11,8 +11,8 @@ anonymous-relay links of restricted users. The rules:
 * a link the broker receives on needs ``send`` on the target address; an
   anonymous relay (no address) is allowed, each message is checked against
   its ``properties.to`` and rejected with ``amqp:unauthorized-access`` - on
-  our own nodes (:class:`GuardedRelayProducer`) and in relay mode
-  (:func:`guard_relay`: the relay producer's per-message ``guard``) alike;
+  our own nodes and in relay mode alike (:func:`guard_relay` sets the
+  producer's per-message ``guard``);
 * dynamic nodes (request/reply) are allowed to any authenticated user: the
   broker names them, and they live only as long as the link.
 
@@ -26,11 +26,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from proton import Condition, Link, Sender
 
-from broker.engine import REJECTED
 from broker.permissions import Action, Principal
 from broker.producer import Producer
 from broker.registry import Registry
@@ -41,10 +40,8 @@ from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
     from broker.auth import Identity
-    from broker.relay import RelayProducer
 
-__all__ = ["UNAUTHORIZED", "GuardedRelayProducer", "guard_relay", "principal_of", "refusal",
-           "relay_refusal"]
+__all__ = ["UNAUTHORIZED", "guard_relay", "principal_of", "refusal", "relay_refusal"]
 
 log = logging.getLogger("filtex.broker.auth")
 
@@ -96,25 +93,8 @@ def relay_refusal(principal: Principal, link_name: str,
     return Condition(UNAUTHORIZED, f"user {principal.name!r} has no send permission for {to!r}")
 
 
-class GuardedRelayProducer(Producer):
-    """An anonymous-relay producer of a restricted user: each message's ``to`` is checked."""
-
-    __slots__ = ("principal",)
-
-    def __init__(self, *args: Any, principal: Principal, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.principal = principal
-
-    def _store(self, delivery: Any, data: bytes) -> None:
-        refused = relay_refusal(self.principal, self.name, self.make_message(data, self.origin))
-        if refused is not None:
-            self._settle(delivery, REJECTED, str(refused.name), refused.description or "")
-            return
-        super()._store(delivery, data)
-
-
-def guard_relay(producer: RelayProducer, principal: Principal | None) -> None:
-    """Relay mode: check each message of a restricted user's anonymous-relay link."""
+def guard_relay(producer: Producer, principal: Principal | None) -> None:
+    """Check each message of a restricted user's anonymous-relay link (our nodes or relay)."""
     request = read_terminus(producer.link.remote_target)
     if request.address is None and not request.dynamic and principal is not None and \
             principal.grants is not None:

@@ -11,15 +11,13 @@ transactions) use the same wire pattern with their own condition.
 
 from __future__ import annotations
 
-import functools
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from proton import Condition, Link, Receiver, Sender, Terminus
 
 from broker.access import (
     UNAUTHORIZED,
-    GuardedRelayProducer,
     guard_relay,
     principal_of,
     refusal,
@@ -29,6 +27,7 @@ from broker.client import ClientConnection
 from broker.config import BrokerConfig
 from broker.consumer import Consumer
 from broker.node import Node
+from broker.permissions import Principal
 from broker.producer import Producer
 from broker.queue import Queue
 from broker.registry import Registry
@@ -111,7 +110,7 @@ class LinkManager:
             if relayed is not None:
                 guard_relay(relayed, principal)  # per-message ``to`` check (anonymous relay)
             return relayed
-        return self._attach_producer(link, client)
+        return self._attach_producer(link, client, principal)
 
     def _attach_consumer(self, link: Sender, client: ClientConnection) -> Consumer | None:
         request = read_terminus(link.remote_source)
@@ -220,7 +219,8 @@ class LinkManager:
             source.distribution_mode = Terminus.DIST_MODE_COPY
         link.target.copy(link.remote_target)
 
-    def _attach_producer(self, link: Receiver, client: ClientConnection) -> Producer | None:
+    def _attach_producer(self, link: Receiver, client: ClientConnection,
+                         principal: Principal | None) -> Producer | None:
         request = read_terminus(link.remote_target)
         if request.coordinator:
             self._refuse(link, NOT_IMPLEMENTED, "transactions are not supported by this broker")
@@ -242,15 +242,12 @@ class LinkManager:
         link.snd_settle_mode = link.remote_snd_settle_mode
         link.max_message_size = self.config.max_message_size
         link.open()
-        principal = principal_of(link)
-        make: Any = Producer
-        if node is None and principal is not None and principal.grants is not None:
-            make = functools.partial(GuardedRelayProducer, principal=principal)  # per message
-        producer: Producer = make(
+        producer = Producer(
             link, node, origin=client.origin, registry=self.registry,
             make_message=self._make_message, window=self.config.credit_window,
             max_size=self.config.max_message_size, archive=self.archive,
         )
+        guard_relay(producer, principal)  # per-message ``to`` check (anonymous relay)
         if node is not None and request.dynamic:
             node.dynamic_owner = producer
         if self.metrics is not None:

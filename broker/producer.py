@@ -70,6 +70,7 @@ class Producer:
         "closed",
         "counted",
         "credit",
+        "guard",
         "impl",
         "link",
         "make_message",
@@ -115,6 +116,8 @@ class Producer:
         """Where accepted messages are also archived (``--archive``), if anywhere."""
         self.counted: Callable[[Node], None] | None = None
         """Told the node of every stored message (``--metrics``)."""
+        self.guard: Callable[[FilterMessage], Condition | None] | None = None
+        """Access control (:func:`broker.access.guard_relay`): why a message may not go."""
 
     # -- credit ------------------------------------------------------------------------
 
@@ -203,6 +206,9 @@ class Producer:
                 log.warning("link %r: malformed message rejected (%s) [%d so far]",
                             self.name, exc, _malformed.count)
             self._settle(delivery, REJECTED, DECODE_ERROR, f"not an AMQP message: {exc}")
+            return
+        if self.guard is not None and (refused := self.guard(message)) is not None:
+            self._settle(delivery, REJECTED, str(refused.name), refused.description or "")
             return
         node = self.node
         if node is None:

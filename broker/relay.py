@@ -103,7 +103,6 @@ from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 from filtex_proton.pushdown import pushdown
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
 
     from proton import Event
 
@@ -520,7 +519,7 @@ class RelayConsumer:
 class RelayProducer(Producer):
     """A downstream link the broker receives on, forwarded to an upstream sender."""
 
-    __slots__ = ("address", "client_origin", "dynamic", "guard", "inflight", "outbox", "up",
+    __slots__ = ("address", "client_origin", "dynamic", "inflight", "outbox", "up",
                  "up_impl", "up_tags", "upstream")
 
     def __init__(self, link: Receiver, upstream: Upstream, address: str | None, *, origin: int,
@@ -535,8 +534,6 @@ class RelayProducer(Producer):
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
         self.client_origin = origin
-        self.guard: Callable[[FilterMessage], Condition | None] | None = None
-        """Access control (:func:`broker.access.guard_relay`): why a message may not go."""
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
