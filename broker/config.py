@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
+from broker.error_rate import ACTIONS
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 __all__ = ["BrokerConfig", "ConfigError", "build_parser", "load_config", "parse_listen"]
@@ -394,7 +395,7 @@ def _validate(config: BrokerConfig) -> None:
     if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
         raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
     _validate_upstream_tls(config)
-    if config.evaluation_error_action not in ("log", "close"):
+    if config.evaluation_error_action not in ACTIONS:
         raise ConfigError(f"evaluation_error_action {config.evaluation_error_action!r} is not "
                           "log or close")
     if config.evaluation_error_interval <= 0:

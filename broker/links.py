@@ -192,8 +192,8 @@ class LinkManager:
         log.info(
             "connection %d: %s %r attached to %s %r%s%s%s",
             client.origin, "browser" if browse else "consumer", link.name, node.kind,
-            node.name, " (filtered)" if link_filter is not None and not link_filter.is_trivial
-            else "", " (durable subscription)" if subscription is not None and subscription.durable
+            node.name, " (filtered)" if active_filter is not None else "",
+            " (durable subscription)" if subscription is not None and subscription.durable
             else "", " (pre-settled)" if presettled else "",
         )
         return consumer

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
@@ -163,7 +163,7 @@ class BrokerMetrics:
             _add(refusals, reason, count)
         yield _counter("filtex_link_refusals", "Links refused, by reason (the filter type, "
                        "'limit', or the broker's condition)", "reason", refusals)
-        depths = {f"{node.kind}:{name}": node.depth()
+        depths = {(node.kind, name): node.depth()
                   for name, node in list(broker.registry.nodes.items())}
         yield _depth_gauge(depths)
         yield _gauge("filtex_connections", "Client connections open", None,
@@ -236,24 +236,24 @@ def _add(counts: dict[str, int], key: str, value: int) -> None:
     counts[key] = counts.get(key, 0) + value
 
 
-def _counter(name: str, text: str, label: str | None, values: dict[str, int]) -> Metric:
-    family = CounterMetricFamily(name, text, labels=[label] if label else None)
+def _family(kind: type[CounterMetricFamily | GaugeMetricFamily], name: str, text: str,
+            labels: tuple[str, ...], values: Mapping[Any, int]) -> Metric:
+    """One metric family: ``values`` keyed by the label value (a tuple for several labels)."""
+    family = kind(name, text, labels=list(labels) or None)
     for key, value in sorted(values.items()):
-        family.add_metric([key] if label else [], value)
+        family.add_metric(list(key) if isinstance(key, tuple) else [key] if labels else [], value)
     return family
+
+
+def _counter(name: str, text: str, label: str | None, values: dict[str, int]) -> Metric:
+    return _family(CounterMetricFamily, name, text, (label,) if label else (), values)
 
 
 def _gauge(name: str, text: str, label: str | None, values: dict[str, int]) -> Metric:
-    family = GaugeMetricFamily(name, text, labels=[label] if label else None)
-    for key, value in sorted(values.items()):
-        family.add_metric([key] if label else [], value)
-    return family
+    return _family(GaugeMetricFamily, name, text, (label,) if label else (), values)
 
 
-def _depth_gauge(depths: dict[str, int]) -> Metric:
-    family = GaugeMetricFamily("filtex_node_depth", "Messages held by a node (queued or "
-                               "delivered and unsettled)", labels=["kind", "node"])
-    for key, value in sorted(depths.items()):
-        kind, _, name = key.partition(":")
-        family.add_metric([kind, name], value)
-    return family
+def _depth_gauge(depths: dict[tuple[str, str], int]) -> Metric:
+    return _family(GaugeMetricFamily, "filtex_node_depth",
+                   "Messages held by a node (queued or delivered and unsettled)",
+                   ("kind", "node"), depths)

@@ -29,9 +29,9 @@ log = logging.getLogger("filtex.broker.auth")
 
 def tls_listeners(config: BrokerConfig) -> tuple[tuple[str, int], ...]:
     """The ``listen_tls`` addresses (comma-separated ``HOST:PORT``)."""
-    from broker.config import parse_listen
+    from broker.config import _split, parse_listen
 
-    return tuple(parse_listen(part) for part in config.listen_tls.split(",") if part.strip())
+    return tuple(parse_listen(part) for part in _split(config.listen_tls))
 
 
 def _users(config: BrokerConfig) -> Users | None:

@@ -90,14 +90,6 @@ class TlsSocket:
     def fileno(self) -> int:
         return self.sock.fileno()
 
-    def handshake(self) -> bool:
-        """Advance the TLS handshake; True when done (raises ``ssl.SSLError`` on failure)."""
-        try:
-            self.sock.do_handshake()
-        except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
-            return False
-        return True
-
     def recv(self, size: int) -> bytes:
         try:
             data = self.sock.recv(size)
@@ -115,9 +107,6 @@ class TlsSocket:
             return self.sock.send(data)
         except (ssl.SSLWantReadError, ssl.SSLWantWriteError):
             return 0
-
-    def getpeername(self) -> Any:
-        return self.sock.getpeername()
 
     def close(self) -> None:
         self.buffered.discard(self.selectable)

@@ -52,9 +52,9 @@ class UsersError(ValueError):
     """The users file cannot be used; the message names the file, the user and the reason."""
 
 
-def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int, dklen: int = 32) -> bytes:
     return hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p,
-                          maxmem=2 * 128 * r * n + 1024 * 1024, dklen=32)
+                          maxmem=2 * 128 * r * n + 1024 * 1024, dklen=dklen)
 
 
 def hash_password(password: str, *, n: int = DEFAULT_N, r: int = DEFAULT_R,
@@ -86,8 +86,7 @@ def verify_password(password: str, stored: str) -> bool:
         n, r, p, salt, digest = _parse_hash(stored)
     except ValueError:
         return False
-    candidate = hashlib.scrypt(password.encode(), salt=salt, n=n, r=r, p=p,
-                               maxmem=2 * 128 * r * n + 1024 * 1024, dklen=len(digest))
+    candidate = _scrypt(password, salt, n, r, p, dklen=len(digest))
     return hmac.compare_digest(candidate, digest)
 
 
