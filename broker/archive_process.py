@@ -61,7 +61,9 @@ class WriterProcess:
 
     def _await_ready(self) -> None:
         fd = self._output.fileno()
-        readable, _, _ = select.select([fd], [], [], START_TIMEOUT)
+        waiting = select.poll()  # not select(2): a busy broker's descriptors pass 1023
+        waiting.register(fd, select.POLLIN)
+        readable = waiting.poll(START_TIMEOUT * 1000)
         frame = read_frame(fd) if readable else None
         if frame is not None and frame[0] == READY:
             return

@@ -23,6 +23,8 @@ from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 
 TIMEOUT = 30.0
+HIGH_DESCRIPTORS = 1100
+"""Files a test holds open so that new sockets and pipes get descriptors above 1023."""
 """Generous: the suite must pass on a loaded two-core machine."""
 
 _tags = itertools.count(1)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import resource
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_clients import BrokerFactory, DiskFull, RunningBroker
+from broker_clients import HIGH_DESCRIPTORS, BrokerFactory, DiskFull, RunningBroker
 
 from broker.config import BrokerConfig
 from broker.server import Broker
@@ -53,3 +55,22 @@ def disk_full(monkeypatch: pytest.MonkeyPatch) -> DiskFull:
 
     monkeypatch.setattr(store.os, "fsync", fsync)
     return state
+
+
+@pytest.fixture
+def high_descriptors() -> Iterator[list[int]]:
+    """Hold open enough descriptors that the next sockets get numbers above 1023 (a test
+    may close them early: they are the list it is given)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < HIGH_DESCRIPTORS + 200:
+        pytest.skip(f"the open-files limit ({hard}) is too low to reach descriptor "
+                    f"{HIGH_DESCRIPTORS}")
+    if soft != resource.RLIM_INFINITY and soft < HIGH_DESCRIPTORS + 200:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (HIGH_DESCRIPTORS + 200, hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(HIGH_DESCRIPTORS)]
+    try:
+        yield held
+    finally:
+        while held:
+            os.close(held.pop())
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

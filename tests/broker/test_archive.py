@@ -360,6 +360,20 @@ def test_the_writer_reports_a_batch_written_only_once_it_is_in_a_segment(tmp_pat
     writer.release()
 
 
+
+def test_a_writer_starts_when_descriptors_are_above_1023(
+    tmp_path: Path, high_descriptors: list[int]
+) -> None:
+    """A restart in a busy broker makes its pipes there: waiting for the writer's first word
+    with select(2) raised 'filedescriptor out of range' and stalled archived producers."""
+    writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
+    assert writer.send(BATCH, encode_batch(1, 7, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
+    assert writer.send(CLOSE)
+    assert writer.wait(TIMEOUT) == 0
+    assert progress[-1].final and progress[-1].written == 1
+    writer.release()
+
+
 def test_the_writer_writes_early_when_the_brokers_copy_would_grow_too_large(
     tmp_path: Path,
 ) -> None:

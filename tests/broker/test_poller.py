@@ -7,23 +7,21 @@ flooding the broker with 500 connections ran late in the suite.
 
 from __future__ import annotations
 
-import os
 import resource
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from broker_clients import bodies, connect, message, send
+from broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
 
 from broker.poller import PollSelector
 
-HIGH: Final = 1100
+HIGH: Final = HIGH_DESCRIPTORS
 CROWDED_BROKER: Final = f"""
 import os, resource, runpy, sys
 _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -32,24 +30,6 @@ held = [os.open(os.devnull, os.O_RDONLY) for _ in range({HIGH})]
 sys.argv[0] = "filtex-broker"
 runpy.run_module("broker", run_name="__main__")
 """
-
-
-@pytest.fixture
-def high_descriptors() -> Iterator[list[int]]:
-    """Hold open enough descriptors that the next sockets get numbers above 1023 (a test
-    may close them early: they are the list it is given)."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < HIGH + 200:
-        pytest.skip(f"the open-files limit ({hard}) is too low to reach descriptor {HIGH}")
-    if soft != resource.RLIM_INFINITY and soft < HIGH + 200:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (HIGH + 200, hard))
-    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(HIGH)]
-    try:
-        yield held
-    finally:
-        while held:
-            os.close(held.pop())
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 class _Watched:
