@@ -175,14 +175,9 @@ class Archiver:
     def has_room(self) -> bool:
         return self._offered_bytes - self._appended_bytes < self.max_pending_bytes
 
-    def offer(self, address: str, data: bytes, arrival_ms: int | None = None) -> None:
-        """Queue an accepted message for the archive (never blocks, never drops).
-
-        ``arrival_ms``: when the node stored it (default: now).
-        """
-        if arrival_ms is None:
-            arrival_ms = time.time_ns() // 1_000_000
-        self._queue.append((address, data, arrival_ms))
+    def offer(self, address: str, data: bytes) -> None:
+        """Queue an accepted message for the archive, arriving now (never blocks, never drops)."""
+        self._queue.append((address, data, time.time_ns() // 1_000_000))
         self._offered_bytes += len(data)
         self.stats.offered += 1
         if self._sleeping:

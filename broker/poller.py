@@ -32,16 +32,12 @@ class PollSelector(IO.Selector):
         wait = self._wait_seconds(timeout)
         watched: dict[int, list[Any]] = {}
         masks: dict[int, int] = {}
-        for selectable in self._reading:
+        for selectable in self._reading | self._writing:
             fd = selectable.fileno()
             if fd >= 0:
                 watched.setdefault(fd, []).append(selectable)
-                masks[fd] = masks.get(fd, 0) | _IN
-        for selectable in self._writing:
-            fd = selectable.fileno()
-            if fd >= 0:
-                watched.setdefault(fd, []).append(selectable)
-                masks[fd] = masks.get(fd, 0) | _OUT
+                masks[fd] = masks.get(fd, 0) | (_IN if selectable in self._reading else 0) | (
+                    _OUT if selectable in self._writing else 0)
         readable: list[Any] = []
         writable: list[Any] = []
         if masks:
@@ -49,7 +45,7 @@ class PollSelector(IO.Selector):
             for fd, mask in masks.items():
                 poller.register(fd, mask)
             for fd, events in poller.poll(None if wait is None else wait * 1000.0):
-                for selectable in dict.fromkeys(watched.get(fd, ())):
+                for selectable in watched.get(fd, ()):
                     if events & (_IN | _TROUBLE) and selectable in self._reading:
                         readable.append(selectable)
                     if events & (_OUT | _TROUBLE) and selectable in self._writing:

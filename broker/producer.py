@@ -217,7 +217,7 @@ class Producer:
                 self._settle(delivery, REJECTED, NOT_FOUND,
                              "anonymous relay: the message has no properties.to address")
                 return
-            node = self.registry.lookup(to) or self.registry.node(to)
+            node = self.registry.node(to)  # the node there, or a new queue
             if not node.has_room():
                 self._settle(delivery, RELEASED)  # try again later
                 return

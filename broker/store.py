@@ -234,8 +234,6 @@ class Store:
         """Recovered logs by node key, until a node claims them."""
         self._files: dict[Journal, None] = {}
         """Logs with an open file descriptor (writer thread; closed at :meth:`close`)."""
-        self.batches = 0
-        """Batches written (one fsync per dirty log each): for logs and tests."""
         self._thread = threading.Thread(target=self._writer, name="filtex-store", daemon=True)
         self._thread.start()
 
@@ -314,10 +312,7 @@ class Store:
         with self._cond:
             journal.buffer += data
             journal.size += len(data)
-            self._appended += 1
-            if not self._dirty:
-                self._cond.notify()
-            self._dirty[journal] = None
+            self._mark(journal)
 
     def replace_image(self, journal: Journal, image: bytes) -> None:
         with self._cond:
@@ -325,19 +320,20 @@ class Store:
             journal.buffer = bytearray()
             journal.size = len(image)
             journal.live = len(image)
-            self._appended += 1
-            if not self._dirty:
-                self._cond.notify()
-            self._dirty[journal] = None
+            self._mark(journal)
 
     def drop(self, journal: Journal) -> None:
         with self._cond:
             journal.buffer = bytearray()
             journal.snapshot = None
-            self._appended += 1
-            if not self._dirty:
-                self._cond.notify()
-            self._dirty[journal] = None
+            self._mark(journal)
+
+    def _mark(self, journal: Journal) -> None:
+        """One more change for the writer (called holding the lock); wake it if it sleeps."""
+        self._appended += 1
+        if not self._dirty:
+            self._cond.notify()
+        self._dirty[journal] = None
 
     # -- group commit ------------------------------------------------------------------------
 
@@ -426,7 +422,6 @@ class Store:
         if not broken and self._failed:
             log.info("store: writing again")
             self._failed = False
-        self.batches += 1
         return broken
 
     def _open(self, journal: Journal) -> int:
