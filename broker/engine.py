@@ -17,7 +17,8 @@ from proton import Delivery
 
 __all__ = [
     "ACCEPTED", "MODIFIED", "NULL", "PN_DELIVERY", "PN_EOS", "PN_LINK_FLOW", "PN_TRANSPORT",
-    "REJECTED", "RELEASED", "TERMINAL", "ffi", "lib", "send_bytes", "wrap_delivery",
+    "REJECTED", "RELEASED", "TERMINAL", "ReceiveBuffer", "ffi", "lib", "send_bytes",
+    "wrap_delivery",
 ]
 
 ffi: Final[Any] = _ffi
@@ -47,3 +48,25 @@ def send_bytes(link: Any, tag: bytes, data: bytes) -> Any:
     _lib.pn_link_send(link, _ffi.from_buffer(data), len(data))
     _lib.pn_link_advance(link)
     return delivery
+
+
+class ReceiveBuffer:
+    """Reads a delivery's bytes through one buffer per link, grown as needed: reading a
+    message allocates only the ``bytes`` it returns."""
+
+    __slots__ = ("_buffer", "_size")
+
+    def __init__(self) -> None:
+        self._size = 0
+        self._buffer: Any = None
+
+    def read(self, link: Any, delivery: Any) -> bytes:
+        """All the bytes that have arrived for ``delivery`` on ``link`` (raw pointers)."""
+        pending = _lib.pn_delivery_pending(delivery)
+        if pending <= 0:
+            return b""
+        if pending > self._size:
+            self._size = max(pending, 2 * self._size)
+            self._buffer = _ffi.new("char[]", self._size)
+        n = _lib.pn_link_recv(link, self._buffer, pending)
+        return _ffi.buffer(self._buffer, n)[:] if n > 0 else b""

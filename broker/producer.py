@@ -22,7 +22,7 @@ from typing import Any, Final
 from proton import Condition, Receiver
 
 from broker.archiving import Archiver
-from broker.engine import ACCEPTED, REJECTED, RELEASED, ffi, lib, wrap_delivery
+from broker.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, lib, wrap_delivery
 from broker.node import Node
 from broker.registry import Registry
 from filtex_proton.amqp.codec import DecodeError
@@ -61,11 +61,10 @@ class Producer:
     """The broker's end of a link whose peer sends."""
 
     __slots__ = (
-        "_buffer",
         "_low",
         "_oversize",
         "_partial",
-        "_size",
+        "_receive",
         "archive",
         "closed",
         "counted",
@@ -110,8 +109,7 @@ class Producer:
         self.closed = False
         self._partial: bytearray | None = None
         self._oversize = False
-        self._size = 0
-        self._buffer: Any = None
+        self._receive = ReceiveBuffer()
         self.archive = archive
         """Where accepted messages are also archived (``--archive``), if anywhere."""
         self.counted: Callable[[Node], None] | None = None
@@ -155,7 +153,7 @@ class Producer:
             lib.pn_delivery_settle(delivery)
             self._after_delivery()
             return
-        chunk = self._read(delivery)
+        chunk = self._receive.read(self.impl, delivery)
         if lib.pn_delivery_partial(delivery):
             self._collect(chunk)
             return
@@ -173,18 +171,6 @@ class Producer:
         else:
             self._store(delivery, data)
         self._after_delivery()
-
-    def _read(self, delivery: Any) -> bytes:
-        """All the bytes that have arrived for the delivery, as one ``bytes``."""
-        pending = lib.pn_delivery_pending(delivery)
-        if pending <= 0:
-            return b""
-        if pending > self._size:
-            self._size = max(pending, 2 * self._size)
-            self._buffer = ffi.new("char[]", self._size)
-        buffer = self._buffer
-        n = lib.pn_link_recv(self.impl, buffer, pending)
-        return ffi.buffer(buffer, n)[:] if n > 0 else b""
 
     def _collect(self, chunk: bytes) -> None:
         if self._partial is None:

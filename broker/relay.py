@@ -88,7 +88,7 @@ from broker.engine import (
     REJECTED,
     RELEASED,
     TERMINAL,
-    ffi,
+    ReceiveBuffer,
     lib,
     send_bytes,
     wrap_delivery,
@@ -144,16 +144,6 @@ def selector_of(source_filter: Any) -> str | None:
         if isinstance(descriptor, str) and str(descriptor) in SELECTOR_DESCRIPTORS:
             return item.value
     return None
-
-
-def _read_all(link_impl: Any, delivery: Any) -> bytes:
-    """Everything that has arrived for a delivery."""
-    pending = lib.pn_delivery_pending(delivery)
-    if pending <= 0:
-        return b""
-    buffer = ffi.new("char[]", pending)
-    n = lib.pn_link_recv(link_impl, buffer, pending)
-    return ffi.buffer(buffer, n)[:] if n > 0 else b""
 
 
 class _AttachDeadline(Handler):
@@ -218,6 +208,7 @@ class RelayConsumer:
         self.up_impl: Any = None
         self.up_session: Session | None = None
         self._partial: bytearray | None = None
+        self._receive = ReceiveBuffer()
         self.pending: deque[tuple[bytes, Any]] = deque()
         """Matching messages from the upstream not yet sent downstream (data, upstream delivery)."""
         self.held: dict[Any, bytes] = {}
@@ -288,7 +279,7 @@ class RelayConsumer:
                 self._partial = None
                 lib.pn_delivery_settle(delivery)
             return
-        chunk = _read_all(self.up_impl, delivery)
+        chunk = self._receive.read(self.up_impl, delivery)
         if lib.pn_delivery_partial(delivery):
             if self._partial is None:
                 self._partial = bytearray()
@@ -300,8 +291,8 @@ class RelayConsumer:
         else:
             data = chunk
         lib.pn_link_advance(self.up_impl)
-        message = self.upstream.message(data)
-        if self.filter is None or self.filter.matches(message):
+        link_filter = self.filter  # without one, no message object is built
+        if link_filter is None or link_filter.matches(message := self.upstream.message(data)):
             self.pending.append((data, delivery))
             self._pump()
         else:
@@ -529,11 +520,12 @@ class RelayProducer(Producer):
                              data, origin=origin),
                          window=window, max_size=max_size)
         self.upstream = upstream
+        self.client_origin = origin
+        """``origin`` as the ``int`` the origin stamp takes (``Producer.origin`` is any object)."""
         self.address = address
         """None: anonymous relay (each message goes to its ``to``), or dynamic, not named yet."""
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
-        self.client_origin = origin
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
@@ -702,7 +694,6 @@ class Upstream(Handler):
         """Sessions of detached links, waiting for the upstream's begin or end."""
         self.backoff = BACKOFF_MIN
         self.stopping = False
-        self.connects = 0
 
     # -- the connection ---------------------------------------------------------------
 
@@ -713,7 +704,6 @@ class Upstream(Handler):
     def _connect(self) -> None:
         if self.stopping or self.container is None:
             return
-        self.connects += 1
         kwargs: dict[str, Any] = {"reconnect": False, "container_id":
                                   f"{self.config.container_id}-relay"}
         if self.config.upstream_user:
