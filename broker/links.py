@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final
 
-from proton import Condition, Link, Receiver, Sender, Terminus
+from proton import Link, Receiver, Sender, Terminus
 
 from broker.access import (
     UNAUTHORIZED,
@@ -32,7 +32,7 @@ from broker.producer import Producer
 from broker.queue import Queue
 from broker.registry import Registry
 from broker.relay import RelayConsumer, RelayProducer, Upstream
-from broker.terminus import TerminusRequest, read_terminus
+from broker.terminus import TerminusRequest, read_terminus, refuse
 from broker.topic import Subscription, Topic
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
 
@@ -48,22 +48,6 @@ NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 RESOURCE_LOCKED: Final = "amqp:resource-locked"
 
 LinkState = Consumer | Producer | RelayConsumer
-
-
-def refuse(link: Link, condition: str, description: str) -> None:
-    """Refuse an attach: reply with a null terminus on our side, then detach closed."""
-    if link.is_sender:
-        link.source.type = Terminus.UNSPECIFIED
-        link.target.copy(link.remote_target)
-    else:
-        link.target.type = Terminus.UNSPECIFIED
-        link.source.copy(link.remote_source)
-    link.open()
-    link.condition = Condition(condition, description)
-    link.close()
-    log.warning("refused link %r: event=refusal reason=%s link=%r connection=%s detail=%r",
-                link.name, condition, link.name, getattr(link.connection, "_filtex_identity", "?"),
-                description)
 
 
 class LinkManager:

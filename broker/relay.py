@@ -96,7 +96,7 @@ from broker.engine import (
 from broker.producer import Producer
 from broker.registry import Registry
 from broker.relay_origin import OriginStamp
-from broker.terminus import read_terminus
+from broker.terminus import read_terminus, refuse
 from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
@@ -947,12 +947,12 @@ class Upstream(Handler):
     def attach_consumer(self, link: Sender, client: ClientConnection) -> RelayConsumer | None:
         request = read_terminus(link.remote_source)
         if request.address is None and not request.dynamic:
-            _refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
+            refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
                     "(durable subscription look-ups by link name are not relayed)")
             return None
         reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
         if reason is not None:
-            _refuse(link, NOT_IMPLEMENTED, reason)
+            refuse(link, NOT_IMPLEMENTED, reason)
             return None
         link_filter = self.plugin.attach_sender(link)
         if link_filter is None:
@@ -992,12 +992,12 @@ class Upstream(Handler):
                         registry: Registry) -> RelayProducer | None:
         request = read_terminus(link.remote_target)
         if request.coordinator:
-            _refuse(link, NOT_IMPLEMENTED, "relay mode: transactions are not relayed")
+            refuse(link, NOT_IMPLEMENTED, "relay mode: transactions are not relayed")
             return None
         reason = self.unsupported(dynamic=request.dynamic,
                                   anonymous=request.address is None and not request.dynamic)
         if reason is not None:
-            _refuse(link, NOT_IMPLEMENTED, reason)
+            refuse(link, NOT_IMPLEMENTED, reason)
             return None
         link.target.copy(link.remote_target)
         link.source.copy(link.remote_source)
@@ -1034,21 +1034,9 @@ def _close_downstream(link: Link, condition: Condition | None) -> None:
     """Close a relayed link because of its upstream side (refuse it if not answered yet)."""
     condition = condition or Condition("amqp:internal-error", "the upstream closed the link")
     if link.state & Endpoint.LOCAL_UNINIT:  # a dynamic attach not answered yet
-        _refuse(link, condition.name, condition.description or "")
+        refuse(link, condition.name, condition.description or "")
     elif link.state & Endpoint.LOCAL_ACTIVE:
         link.condition = condition
         link.close()
 
-
-def _refuse(link: Link, condition: str, description: str) -> None:
-    if link.is_sender:
-        link.source.type = Terminus.UNSPECIFIED
-        link.target.copy(link.remote_target)
-    else:
-        link.target.type = Terminus.UNSPECIFIED
-        link.source.copy(link.remote_source)
-    link.open()
-    link.condition = Condition(condition, description)
-    link.close()
-    log.warning("refused link %r: %s: %s", link.name, condition, description)
 

@@ -3,17 +3,22 @@
 Proton presents a terminus as setters/getters plus ``proton.Data`` fields; the
 broker needs a handful of facts (address, dynamic, topic capability, durable
 subscription, browse) to pick a node, so they are gathered here into one
-plain value.
+plain value. The answer to an attach the broker will not serve (a null
+terminus, then a detach with the condition) is here too, for the broker's
+own nodes and relay mode alike.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any, Final
 
-from proton import Array, Terminus
+from proton import Array, Condition, Link, Terminus
 
-__all__ = ["TerminusRequest", "capabilities_of", "read_terminus"]
+__all__ = ["TerminusRequest", "capabilities_of", "read_terminus", "refuse"]
+
+log = logging.getLogger("filtex.broker")
 
 TOPIC: Final = "topic"
 """The Qpid JMS node capability for a topic (publish/subscribe) node."""
@@ -67,3 +72,19 @@ def read_terminus(terminus: Terminus) -> TerminusRequest:
         copy=terminus.distribution_mode == Terminus.DIST_MODE_COPY,
         coordinator=terminus.type == Terminus.COORDINATOR,
     )
+
+
+def refuse(link: Link, condition: str, description: str) -> None:
+    """Refuse an attach: reply with a null terminus on our side, then detach closed."""
+    if link.is_sender:
+        link.source.type = Terminus.UNSPECIFIED
+        link.target.copy(link.remote_target)
+    else:
+        link.target.type = Terminus.UNSPECIFIED
+        link.source.copy(link.remote_source)
+    link.open()
+    link.condition = Condition(condition, description)
+    link.close()
+    log.warning("refused link %r: event=refusal reason=%s link=%r connection=%s detail=%r",
+                link.name, condition, link.name, getattr(link.connection, "_filtex_identity", "?"),
+                description)
