@@ -34,6 +34,8 @@ _CHALLENGE: Final = 0x42
 _RESPONSE: Final = 0x43
 _OUTCOME: Final = 0x44
 _SASL_FRAME: Final = 1
+_SYMBOLIC: Final = {"amqp:sasl-init:list": _INIT, "amqp:sasl-response:list": _RESPONSE}
+"""The frames a client sends, by their symbolic descriptors (AMQP 1.0 §1.5 allows either)."""
 _HEAD: Final = struct.Struct(">IBBH")
 
 OK: Final = 0
@@ -174,6 +176,8 @@ class SaslServer:
             self._fail("a SASL frame without a described list")
             return False
         descriptor = value.descriptor
+        if isinstance(descriptor, str):
+            descriptor = _SYMBOLIC.get(descriptor, descriptor)
         fields = value.value
         if self.state is State.INIT and descriptor == _INIT:
             if not fields or not isinstance(fields[0], str):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import socket
 import ssl
+import struct
 import threading
 from pathlib import Path
 
 import pytest
 from certs import Certs, make_certs
-from proton import symbol
+from proton import Described, symbol
 
 from broker.auth import AccessPolicy, ConnectionFacts, PlainCheck, anonymous_default, is_loopback
 from broker.permissions import Action, Grants, PatternError, compile_pattern
@@ -17,7 +18,7 @@ from broker.sasl import AMQP_HEADER, SASL_HEADER, Outcome, SaslServer, State, fr
 from broker.tls import TlsSettings, TlsSocket, server_context
 from broker.users import UsersError, hash_password, load_users, verify_password
 from broker.users_cli import main as users_main
-from filtex_proton.amqp.codec import decode_value
+from filtex_proton.amqp.codec import decode_value, encode_value
 
 # -- address patterns -------------------------------------------------------------------------
 
@@ -195,6 +196,19 @@ def test_sasl_plain_byte_by_byte_with_pipelined_amqp() -> None:
     assert frames[0][0] == 0x40 and list(frames[0][1][0]) == ["PLAIN", "ANONYMOUS"]
     assert frames[1] == (0x44, [0])
     assert server.leftover == AMQP_HEADER + b"more"
+
+
+
+def test_sasl_frames_with_symbolic_descriptors_are_understood() -> None:
+    """AMQP 1.0 §1.5: a described type may carry its symbolic descriptor instead of the code."""
+    server = _server("PLAIN")
+    init = encode_value(Described(symbol("amqp:sasl-init:list"), [symbol("PLAIN")]))
+    response = encode_value(Described(symbol("amqp:sasl-response:list"), [b"\0u\0p"]))
+    for body in (init, response):
+        server.feed((SASL_HEADER if body is init else b"")
+                    + struct.pack(">IBBH", 8 + len(body), 2, 1, 0) + body)
+    assert server.state is State.DONE and server.user == "u"
+    assert _frames(bytes(server.output))[-1] == (0x44, [0])
 
 
 def test_sasl_plain_without_initial_response_gets_a_challenge() -> None:
