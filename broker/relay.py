@@ -99,8 +99,11 @@ from broker.relay_origin import OriginStamp
 from broker.terminus import read_terminus, refuse
 from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filterset import FilterSet
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 from filtex_proton.pushdown import pushdown
+from filtex_proton.sql import JMS_SELECTOR
 
 if TYPE_CHECKING:
 
@@ -112,10 +115,6 @@ __all__ = ["RelayConsumer", "RelayProducer", "Upstream", "selector_of"]
 
 log = logging.getLogger("filtex.broker.relay")
 
-SELECTOR_DESCRIPTORS: Final = frozenset({
-    "apache.org:selector-filter:string", "apache.org:jms-selector-filter:string",
-})
-SELECTOR_CODE: Final = 0x0000468C00000004
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
@@ -127,22 +126,11 @@ ATTACH_TIMEOUT: Final = 10.0
 """Seconds an upstream has to answer a dynamic attach before the downstream one is refused."""
 
 
-def selector_of(source_filter: Any) -> str | None:
-    """The first JMS selector (as the client sent it) of a link's filter set, if any."""
-    source_filter.rewind()
-    if source_filter.next() is None:
-        return None
-    value = source_filter.get_object()
-    if not isinstance(value, dict):
-        return None
-    for item in value.values():
-        if not isinstance(item, Described) or not isinstance(item.value, str):
-            continue
-        descriptor = item.descriptor
-        if isinstance(descriptor, int) and int(descriptor) == SELECTOR_CODE:
-            return item.value
-        if isinstance(descriptor, str) and str(descriptor) in SELECTOR_DESCRIPTORS:
-            return item.value
+def selector_of(filter_set: FilterSet) -> str | None:
+    """The first JMS selector of a link's (already decoded) filter set, as the client sent it."""
+    for _key, item in filter_set.items():
+        if isinstance(item, SqlFilter) and item.compiled.dialect is JMS_SELECTOR:
+            return item.compiled.text
     return None
 
 
@@ -958,7 +946,7 @@ class Upstream(Handler):
         if link_filter is None:
             return None  # refused on the wire by the plugin, which logged why
         plan = pushdown(link_filter.filter_set)
-        selector = plan.selector or selector_of(link.remote_source.filter)
+        selector = plan.selector or selector_of(link_filter.filter_set)
         log.info("link %r: pushdown selector %r; kept local: %s", link.name, selector,
                   "; ".join(plan.reasons) or "nothing")
         source = link.source

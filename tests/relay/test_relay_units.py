@@ -7,6 +7,7 @@ from proton import Data, Described, symbol, ulong
 
 from broker.config import ConfigError, describe, load_config
 from broker.relay import selector_of
+from filtex_proton.filterset import decode_filter_set
 
 
 def _filter_data(entries: dict[symbol, Described]) -> Data:
@@ -45,22 +46,21 @@ def test_selector_of_finds_a_jms_selector_in_any_form() -> None:
             symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1"),
             symbol("sel"): Described(descriptor, "colour = 'red'"),
         })
-        assert selector_of(data) == "colour = 'red'"
+        assert selector_of(decode_filter_set(data)) == "colour = 'red'"
 
 
 def test_selector_of_pushes_nothing_else() -> None:
     data = _filter_data({symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1")})
-    assert selector_of(data) is None
-    assert selector_of(Data()) is None
+    assert selector_of(decode_filter_set(data)) is None
+    assert selector_of(decode_filter_set(Data())) is None
 
 
 def test_pushdown_passes_a_clients_own_selector_unchanged() -> None:
-    from filtex_proton.filterset import decode_filter_set
     from filtex_proton.pushdown import pushdown
 
     data = _filter_data({symbol("sel"): Described(symbol("apache.org:selector-filter:string"),
                                                   "colour = 'red' OR n > 2")})
-    assert pushdown(decode_filter_set(data)).selector == selector_of(data)
+    assert pushdown(decode_filter_set(data)).selector == selector_of(decode_filter_set(data))
 
 
 def test_pushdown_adds_what_translates_to_the_clients_selector() -> None:
