@@ -35,6 +35,7 @@ from broker.archive_wire import (
     read_frame,
     write_frame,
 )
+from broker.log_rate import due
 
 if TYPE_CHECKING:
     from filtex_proton.spark.archive import ArchiveWriter
@@ -91,7 +92,7 @@ class _Feed:
                 writer.append(address, data, arrival_ms, sequence)
             except Exception as exc:  # one bad message must not cost the others
                 self.errors += 1
-                if self.errors <= 10 or self.errors % 1000 == 0:
+                if due(self.errors):
                     log.error("archive: cannot append a message to %r: %s [%d errors so far]",
                               address, exc, self.errors)
             sequence += 1

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Final
 
 from broker.archive_process import ArchiveOpenError, WriterProcess
 from broker.archive_wire import BATCH, CLOSE, Item, Progress, encode_batch
+from broker.log_rate import due
 
 if TYPE_CHECKING:
     from broker.node import Stalled
@@ -188,7 +189,7 @@ class Archiver:
         if producer not in self._stalled:
             self._stalled.append(producer)
             self.stats.stalls += 1
-            if self.stats.stalls <= 10 or self.stats.stalls % 1000 == 0:
+            if due(self.stats.stalls):
                 log.warning("archive behind (%d bytes queued): producers wait for it "
                             "[%d stalls so far]", self.pending_bytes(), self.stats.stalls)
 

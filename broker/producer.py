@@ -23,6 +23,7 @@ from proton import Condition, Receiver
 
 from broker.archiving import Archiver
 from broker.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, lib, wrap_delivery
+from broker.log_rate import due
 from broker.node import Node
 from broker.registry import Registry
 from filtex_proton.amqp.codec import DecodeError
@@ -42,7 +43,7 @@ MessageFactory = Callable[[bytes, object], FilterMessage]
 
 
 class _Throttle:
-    """Logs the first few occurrences of a nuisance, then one in a thousand (spec §7.2)."""
+    """Counts a nuisance; logs it as :func:`broker.log_rate.due` says (spec §7.2)."""
 
     __slots__ = ("count",)
 
@@ -51,7 +52,7 @@ class _Throttle:
 
     def due(self) -> bool:
         self.count += 1
-        return self.count <= 10 or self.count % 1000 == 0
+        return due(self.count)
 
 
 _malformed = _Throttle()
