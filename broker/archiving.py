@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Final
 from broker.archive_process import ArchiveOpenError, WriterProcess
 from broker.archive_wire import BATCH, CLOSE, Item, Progress, encode_batch
 from broker.log_rate import due
+from broker.node import RoomToWait
 
 if TYPE_CHECKING:
     from broker.node import Stalled
@@ -97,7 +98,7 @@ class _Batch:
     count: int
 
 
-class Archiver:
+class Archiver(RoomToWait):
     """The broker's side of the archive: which addresses, the queue, stalled producers, and
     the writer process.
 
@@ -115,6 +116,7 @@ class Archiver:
         max_pending_bytes: int = 64 * 2**20,
         wake: Callable[[], None] = lambda: None,
     ) -> None:
+        super().__init__()
         self.directory = directory
         self.patterns = patterns
         """Glob patterns (``fnmatch``) on the address; empty: every node is archived."""
@@ -131,7 +133,6 @@ class Archiver:
         self._queue: collections.deque[Item] = collections.deque()
         self._offered_bytes = 0  # reactor thread only
         self._appended_bytes = 0  # the writer's reader thread only
-        self._stalled: list[Stalled] = []
         self._room_signalled = False
         self._sleeping = False
         self._closing = False
@@ -185,25 +186,18 @@ class Archiver:
             self._event.set()
 
     def stall(self, producer: Stalled) -> None:
-        """No credit for ``producer`` until the writer has caught up."""
-        if producer not in self._stalled:
-            self._stalled.append(producer)
+        """No credit for ``producer`` until the writer has caught up (counted, logged)."""
+        if producer not in self.stalled:
+            super().stall(producer)
             self.stats.stalls += 1
             if due(self.stats.stalls):
                 log.warning("archive behind (%d bytes queued): producers wait for it "
                             "[%d stalls so far]", self.pending_bytes(), self.stats.stalls)
 
-    def unstall(self, producer: Stalled) -> None:
-        if producer in self._stalled:
-            self._stalled.remove(producer)
-
     def resume_stalled(self) -> None:
         """The writer signalled room (via the waker): top the waiting producers up."""
         self._room_signalled = False
-        if self._stalled and self.has_room():
-            waiting, self._stalled = self._stalled, []
-            for producer in waiting:
-                producer.resume()
+        self.room_available()
 
     # -- the feeder thread ---------------------------------------------------------------
 
@@ -327,7 +321,7 @@ class Archiver:
 
     def _signal_room(self) -> None:
         """Wake the reactor (once) if producers wait and the pending bytes are down to half."""
-        if (self._stalled and not self._room_signalled
+        if (self.stalled and not self._room_signalled
                 and self.pending_bytes() <= self.max_pending_bytes // 2):
             self._room_signalled = True
             self._wake()

@@ -15,7 +15,7 @@ from filtex_proton.plugin import FilterMessage
 if TYPE_CHECKING:
     from broker.entry import Entry
 
-__all__ = ["Node", "NodeLimits", "Stalled"]
+__all__ = ["Node", "NodeLimits", "RoomToWait", "Stalled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,31 +34,14 @@ class Stalled(Protocol):
         ...
 
 
-class Node:
-    """A named place messages are sent to; subclasses decide who gets them."""
+class RoomToWait:
+    """Where producers wait for room (a full node, an archive behind): no credit until
+    :meth:`has_room`, then all are woken in the order they stalled."""
 
-    kind: ClassVar[str] = "node"
-
-    def __init__(self, name: str, limits: NodeLimits) -> None:
-        self.name = name
-        self.limits = limits
+    def __init__(self) -> None:
         self.stalled: list[Stalled] = []
-        self.dynamic_owner: object | None = None
-        """The link that created this node dynamically; the node goes when it detaches."""
-
-    def publish(self, message: FilterMessage) -> None:
-        """Take in one message (the producer's delivery is accepted after this returns)."""
-        raise NotImplementedError
-
-    def put_back(self, entry: Entry) -> None:
-        """Store an entry regardless of limits (dead letters must never vanish)."""
-        raise NotImplementedError
 
     def has_room(self) -> bool:
-        raise NotImplementedError
-
-    def depth(self) -> int:
-        """Messages held, for logs."""
         raise NotImplementedError
 
     def stall(self, producer: Stalled) -> None:
@@ -75,6 +58,31 @@ class Node:
             waiting, self.stalled = self.stalled, []
             for producer in waiting:
                 producer.resume()
+
+
+class Node(RoomToWait):
+    """A named place messages are sent to; subclasses decide who gets them."""
+
+    kind: ClassVar[str] = "node"
+
+    def __init__(self, name: str, limits: NodeLimits) -> None:
+        super().__init__()
+        self.name = name
+        self.limits = limits
+        self.dynamic_owner: object | None = None
+        """The link that created this node dynamically; the node goes when it detaches."""
+
+    def publish(self, message: FilterMessage) -> None:
+        """Take in one message (the producer's delivery is accepted after this returns)."""
+        raise NotImplementedError
+
+    def put_back(self, entry: Entry) -> None:
+        """Store an entry regardless of limits (dead letters must never vanish)."""
+        raise NotImplementedError
+
+    def depth(self) -> int:
+        """Messages held, for logs."""
+        raise NotImplementedError
 
     def destroy(self) -> None:
         """The node is deleted (dynamic nodes): drop consumers' references."""
