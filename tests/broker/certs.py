@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tls_material import CLIENT_EXTENSIONS, Pair, make_ca, make_signed
+from ..tls_material import CLIENT_EXTENSIONS, Pair, make_ca, make_signed
 
 __all__ = ["Certs", "Pair", "make_certs"]
 

@@ -8,10 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from broker_clients import HIGH_DESCRIPTORS, BrokerFactory, DiskFull, RunningBroker
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+
+from .broker_clients import HIGH_DESCRIPTORS, BrokerFactory, DiskFull, RunningBroker
 
 
 @pytest.fixture

@@ -23,18 +23,6 @@ import pytest
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
 
-from broker_clients import (  # noqa: E402
-    TIMEOUT,
-    BrokerFactory,
-    DiskFull,
-    RunningBroker,
-    connect,
-    raw_receiver,
-    send_raw,
-    sql,
-    wait_for,
-    wait_received,
-)
 from proton import Delivery, symbol, ubyte, uint  # noqa: E402
 
 from broker.archive_process import ArchiveOpenError, WriterProcess  # noqa: E402
@@ -52,6 +40,19 @@ from filtex_proton.spark.archive import (  # noqa: E402
     message_row,
     read_archive_table,
     rows_to_table,
+)
+
+from .broker_clients import (  # noqa: E402
+    TIMEOUT,
+    BrokerFactory,
+    DiskFull,
+    RunningBroker,
+    connect,
+    raw_receiver,
+    send_raw,
+    sql,
+    wait_for,
+    wait_received,
 )
 
 if TYPE_CHECKING:

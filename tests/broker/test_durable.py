@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_clients import (
+from proton import Delivery, Message
+from proton.reactor import DurableSubscription
+from proton.utils import SendException
+
+from broker import store as store_module
+from broker.config import load_config
+from broker.queue import Queue
+from broker.store import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
+
+from .broker_clients import (
     TIMEOUT,
     BrokerFactory,
     DiskFull,
@@ -29,14 +38,6 @@ from broker_clients import (
     wait_for,
     wait_received,
 )
-from proton import Delivery, Message
-from proton.reactor import DurableSubscription
-from proton.utils import SendException
-
-from broker import store as store_module
-from broker.config import load_config
-from broker.queue import Queue
-from broker.store import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
 
 
 def restart(factory: BrokerFactory, running: RunningBroker, data_dir: Path) -> RunningBroker:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from broker_clients import (
+from proton import Data, Described, Message, symbol, ubyte, ulong
+
+from .broker_clients import (
     BrokerFactory,
     RunningBroker,
     TopicOption,
@@ -27,7 +29,6 @@ from broker_clients import (
     send_raw,
     sql,
 )
-from proton import Data, Described, Message, symbol, ubyte, ulong
 
 
 def D(descriptor: str, value: Any) -> Described:  # noqa: N802 - reads like the spec

@@ -10,7 +10,13 @@ from __future__ import annotations
 import logging
 
 import pytest
-from broker_clients import (
+from proton import Delivery
+from proton.utils import ConnectionClosed
+
+from broker.error_rate import InducedErrors
+from filtex_proton.amqp.message import encode_message
+
+from .broker_clients import (
     BrokerFactory,
     bodies,
     connect,
@@ -22,11 +28,6 @@ from broker_clients import (
     sql,
     wait_received,
 )
-from proton import Delivery
-from proton.utils import ConnectionClosed
-
-from broker.error_rate import InducedErrors
-from filtex_proton.amqp.message import encode_message
 
 CLOSE = {"max_evaluation_errors_per_second": 1.0, "evaluation_error_interval": 60.0,
          "evaluation_error_action": "close"}

@@ -10,7 +10,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from broker_clients import (
+from prometheus_client.parser import text_string_to_metric_families
+
+from broker.config import BrokerConfig, ConfigError, load_config
+from broker.server import Broker
+from filtex_proton.amqp.message import encode_message
+
+from .broker_clients import (
     BrokerFactory,
     RunningBroker,
     bodies,
@@ -24,11 +30,6 @@ from broker_clients import (
     sql,
     wait_received,
 )
-from prometheus_client.parser import text_string_to_metric_families
-
-from broker.config import BrokerConfig, ConfigError, load_config
-from broker.server import Broker
-from filtex_proton.amqp.message import encode_message
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -115,7 +116,7 @@ def test_the_evaluation_latency_is_sampled(metered: RunningBroker) -> None:
 
 
 def test_topic_subscriptions_are_counted_per_topic(metered: RunningBroker) -> None:
-    from broker_clients import TopicOption
+    from .broker_clients import TopicOption
 
     conn = connect(metered.url)
     red = conn.create_receiver("news", credit=10, options=[TopicOption(), sql("c = 'red'")],

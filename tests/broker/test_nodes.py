@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from broker_clients import (
+from proton import Terminus
+from proton.reactor import Copy, DurableSubscription
+
+from .broker_clients import (
     TIMEOUT,
     RunningBroker,
     TopicOption,
@@ -18,8 +21,6 @@ from broker_clients import (
     sql,
     wait_received,
 )
-from proton import Terminus
-from proton.reactor import Copy, DurableSubscription
 
 
 def test_queue_keeps_messages_until_consumed_in_order(broker: RunningBroker) -> None:

@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
 
 from broker.poller import PollSelector
+
+from .broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
 
 HIGH: Final = HIGH_DESCRIPTORS
 CROWDED_BROKER: Final = f"""

@@ -11,7 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_clients import (
+from proton import Delivery, symbol
+from proton.utils import ConnectionClosed
+
+from filtex_proton.amqp.message import encode_message
+
+from .broker_clients import (
     TIMEOUT,
     RunningBroker,
     bodies,
@@ -21,10 +26,6 @@ from broker_clients import (
     send,
     send_raw,
 )
-from proton import Delivery, symbol
-from proton.utils import ConnectionClosed
-
-from filtex_proton.amqp.message import encode_message
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -76,7 +77,7 @@ def test_anonymous_relay_routes_by_properties_to(broker: RunningBroker) -> None:
 
 
 def test_messages_are_forwarded_as_the_bytes_that_arrived(broker: RunningBroker) -> None:
-    from broker_clients import raw_receiver, wait_received
+    from .broker_clients import raw_receiver, wait_received
 
     conn = connect(broker.url)
     data = encode_message(
@@ -143,7 +144,7 @@ def test_idle_broker_stops_on_sigterm(process: tuple[subprocess.Popen[str], str]
 
 
 def test_logs_connections_links_and_refusals(process: tuple[subprocess.Popen[str], str]) -> None:
-    from broker_clients import refusal_of, sql
+    from .broker_clients import refusal_of, sql
 
     proc, url = process
     conn = connect(url)

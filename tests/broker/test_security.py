@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect, message, send
-from certs import Certs, Pair, make_certs
 from proton import ConnectionException, Delivery, Message, SSLDomain
 from proton.reactor import Copy
 from proton.utils import BlockingConnection, LinkDetached, SendException
@@ -26,6 +24,9 @@ from proton.utils import BlockingConnection, LinkDetached, SendException
 from broker.config import ConfigError, load_config
 from broker.sasl import AMQP_HEADER, SASL_HEADER
 from broker.users import hash_password
+
+from .broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect, message, send
+from .certs import Certs, Pair, make_certs
 
 REPO = Path(__file__).resolve().parents[2]
 UNAUTHORIZED = "amqp:unauthorized-access"

@@ -19,13 +19,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from broker_clients import BrokerFactory, message, send
 from proton import symbol
 from proton.utils import BlockingConnection
 
 from broker.sasl import SASL_HEADER, frame
 from broker.users import hash_password
 from filtex_proton.amqp.codec import decode_value
+
+from .broker_clients import BrokerFactory, message, send
 
 IN_FLIGHT = 500
 GOOD_CLIENT_TIMEOUT = 15.0

@@ -16,11 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from broker_clients import TIMEOUT, connect, message, send
 from proton import ConnectionException
 from proton.utils import BlockingConnection, LinkDetached
 
 from broker.users import hash_password
+
+from .broker_clients import TIMEOUT, connect, message, send
 
 REPO = Path(__file__).resolve().parents[2]
 UNAUTHORIZED = "amqp:unauthorized-access"

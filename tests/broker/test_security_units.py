@@ -9,7 +9,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from certs import Certs, make_certs
 from proton import Described, symbol
 
 from broker.auth import AccessPolicy, ConnectionFacts, PlainCheck, anonymous_default, is_loopback
@@ -19,6 +18,8 @@ from broker.tls import TlsSettings, TlsSocket, server_context
 from broker.users import UsersError, hash_password, load_users, verify_password
 from broker.users_cli import main as users_main
 from filtex_proton.amqp.codec import decode_value, encode_value
+
+from .certs import Certs, make_certs
 
 # -- address patterns -------------------------------------------------------------------------
 

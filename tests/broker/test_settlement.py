@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import socket
 
-from broker_clients import (
+from proton import Delivery
+from proton.reactor import AtMostOnce
+from proton.utils import BlockingConnection
+
+from filtex_proton.amqp.message import RawMessageView
+from filtex_proton.amqp.view import MISSING, Section
+
+from .broker_clients import (
     TIMEOUT,
     BrokerFactory,
     RunningBroker,
@@ -19,12 +26,6 @@ from broker_clients import (
     send_raw,
     wait_received,
 )
-from proton import Delivery
-from proton.reactor import AtMostOnce
-from proton.utils import BlockingConnection
-
-from filtex_proton.amqp.message import RawMessageView
-from filtex_proton.amqp.view import MISSING, Section
 
 
 def _settle(conn: BlockingConnection, delivery: Delivery, state: int, **modified: bool) -> None:

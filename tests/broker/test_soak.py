@@ -13,13 +13,14 @@ import time
 from pathlib import Path
 
 import pytest
-from broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver, wait_received
 from proton import Delivery
-from test_faults import BrokerProcess, client
 
 from broker.queue import Queue
 from broker.store import COMPACT_MIN_BYTES
 from filtex_proton.amqp.message import encode_message
+
+from .broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver, wait_received
+from .test_faults import BrokerProcess, client
 
 SOAK_SECONDS = 12.0
 SOAK_MESSAGES = 400_000

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from filters.support import BrokenView, Exploding, Fixed, Slow  # type: ignore[import-not-found]
 from proton import Data, Described, symbol, ubyte, ulong
 
 from filtex_proton.amqp.view import DictMessageView
@@ -14,6 +13,8 @@ from filtex_proton.errors import GENERIC_LIMIT_TEXT, FilterError
 from filtex_proton.filters.base import EvaluationContext, Filter
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import Limits
+
+from .filters.support import BrokenView, Exploding, Fixed, Slow
 
 TRUE = Described(symbol("amqp:true-filter"), True)
 FALSE = Described(symbol("amqp:false-filter"), True)

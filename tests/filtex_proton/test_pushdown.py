@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import Described, float32, symbol, timestamp, ubyte
-from sql.test_properties import headers, texts, values  # type: ignore[import-not-found]
 
 from filtex_proton.amqp.view import DictMessageView, Section
 from filtex_proton.filters.property import PropertyFilter
@@ -23,6 +22,8 @@ from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.pushdown import Pushdown, is_jms_identifier, pushdown
 from filtex_proton.sql import AMQP_SQL, ast
 from filtex_proton.sql.printer import to_sql
+
+from .sql.test_properties import headers, texts, values
 
 SELECTOR = "apache.org:selector-filter:string"
 

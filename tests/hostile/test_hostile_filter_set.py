@@ -9,7 +9,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hostile_support import assert_masked, fuzz_target, fuzz_views, refusal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import Connection, Data, Described, symbol, ulong
@@ -20,6 +19,8 @@ from filtex_proton.filters.wire import max_nesting, write_data
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.plugin import FiltexPlugin
+
+from .hostile_support import assert_masked, fuzz_target, fuzz_views, refusal
 
 D = DEFAULT_LIMITS
 GROUPS = [

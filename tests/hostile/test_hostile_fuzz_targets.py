@@ -8,10 +8,11 @@ targets and the library honest in the ordinary test run, in a few seconds.
 from __future__ import annotations
 
 import pytest
-from hostile_support import fuzz_target
 
 from filtex_proton.errors import FilterError
 from filtex_proton.filterset import decode_filter_set
+
+from .hostile_support import fuzz_target
 
 TARGETS = ["fuzz_sql", "fuzz_filter_set", "fuzz_message"]
 #: Mutated inputs per target in the plain loop (fixed seed: the same inputs every run).

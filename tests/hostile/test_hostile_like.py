@@ -12,13 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from hostile_support import refusal
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from filtex_proton.amqp.view import DictMessageView
 from filtex_proton.sql import compile_sql, like
 from filtex_proton.sql.like import LikeError, compile_like
+
+from .hostile_support import refusal
 
 MB = 1_000_000
 SIZES = [1_000, 10_000, 100_000, MB]

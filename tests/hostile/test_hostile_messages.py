@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from hostile_support import fuzz_target, fuzz_views
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import Described, symbol, uint
@@ -26,6 +25,8 @@ from filtex_proton.amqp.view import Section
 from filtex_proton.filters import matching
 from filtex_proton.filterset import decode_filter_set
 from filtex_proton.plugin import FiltexPlugin, LinkFilter
+
+from .hostile_support import fuzz_target, fuzz_views
 
 SILENT = logging.getLogger("hostile.silent")
 SILENT.disabled = True

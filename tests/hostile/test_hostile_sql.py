@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from hostile_support import assert_masked, deep_parens, fuzz_views, refusal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import ulong
@@ -18,6 +17,8 @@ from filtex_proton.errors import FilterError
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.sql import AMQP_SQL, JMS_SELECTOR, Dialect, compile_sql
 from filtex_proton.sql.values import MAX_CONCAT_LENGTH
+
+from .hostile_support import assert_masked, deep_parens, fuzz_views, refusal
 
 D = DEFAULT_LIMITS
 #: Length limit out of the way, so that the structural limits are what refuses.

@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from integration_support import (
+from proton import Described
+
+from .integration_support import (
     SQL,
     close,
     connect,
@@ -31,7 +33,6 @@ from integration_support import (
     shapes,
     take,
 )
-from proton import Described
 
 pytestmark = [pytest.mark.docker, pytest.mark.usefixtures("docker_engine")]
 

@@ -16,7 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from interop_support import BrokerAddress
+
+from .interop_support import BrokerAddress
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0

@@ -14,7 +14,8 @@ import sys
 from typing import Any
 
 import pytest
-from interop_support import BrokerAddress
+
+from .interop_support import BrokerAddress
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("cli_proton_python") is None,

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import BrokerAddress
+
+from .interop_support import BrokerAddress
 
 SOURCE = Path(__file__).resolve().parent / "c" / "filtered_receive.c"
 STOCK_SEND = Path("/usr/share/proton/examples/c/send.c")

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import BrokerAddress
+
+from .interop_support import BrokerAddress
 
 SOURCE = Path(__file__).resolve().parent / "cpp" / "filtered_receive.cpp"
 EXAMPLES = Path("/usr/share/proton/examples/cpp")

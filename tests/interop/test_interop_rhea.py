@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from interop_support import BrokerAddress
+
+from .interop_support import BrokerAddress
 
 NODE_DIR = Path(__file__).resolve().parent / "node"
 SCRIPT = NODE_DIR / "interop_rhea.js"

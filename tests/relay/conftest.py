@@ -9,9 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from relay_rabbit import Rabbit, rabbit_available, start_rabbit
-from relay_support import RelayFactory, RelayProcess
-from tls_certs import make_certs, openssl_missing
+
+from .relay_rabbit import Rabbit, rabbit_available, start_rabbit
+from .relay_support import RelayFactory, RelayProcess
+from .tls_certs import make_certs, openssl_missing
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tls_certs import Certs
+from .tls_certs import Certs
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
 

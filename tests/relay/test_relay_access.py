@@ -18,12 +18,13 @@ from pathlib import Path
 import pytest
 from proton import Delivery, Message
 from proton.utils import BlockingConnection, BlockingSender, LinkDetached
-from relay_rabbit import free_port
-from relay_support import RelayFactory
 
 from broker.config import BrokerConfig
 from broker.server import Broker
 from broker.users import hash_password
+
+from .relay_rabbit import free_port
+from .relay_support import RelayFactory
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 TIMEOUT = 20.0

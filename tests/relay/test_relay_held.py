@@ -10,8 +10,9 @@ import pytest
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
-from relay_rabbit import Rabbit
-from relay_support import RelayFactory, accepted_ids
+
+from .relay_rabbit import Rabbit
+from .relay_support import RelayFactory, accepted_ids
 
 EVEN = Filter({symbol("f"): Described(symbol("amqp:sql-filter"), "even = TRUE")})
 

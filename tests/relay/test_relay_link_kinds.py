@@ -13,11 +13,12 @@ import pytest
 from proton import Described, Endpoint, Event, Handler, Link, Message, symbol
 from proton.reactor import Container, Copy, Filter, LinkOption
 from proton.utils import BlockingConnection, LinkDetached
-from relay_rabbit import Rabbit, free_port
-from relay_support import RelayFactory, RelayProcess, accepted_ids
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+
+from .relay_rabbit import Rabbit, free_port
+from .relay_support import RelayFactory, RelayProcess, accepted_ids
 
 EVEN = Filter({symbol("f"): Described(symbol("amqp:sql-filter"), "even = TRUE")})
 

@@ -9,8 +9,9 @@ import uuid
 from proton import Described, Message, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
-from relay_rabbit import Rabbit
-from relay_support import RelayFactory, RelayProcess, accepted_ids
+
+from .relay_rabbit import Rabbit
+from .relay_support import RelayFactory, RelayProcess, accepted_ids
 
 NO_LOCAL = Filter({symbol("no-local"): Described(symbol("apache.org:no-local-filter:list"), [])})
 

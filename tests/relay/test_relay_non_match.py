@@ -15,14 +15,15 @@ import pytest
 from proton import Data, Delivery, Described, Message, Timeout, symbol
 from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
-from relay_rabbit import Rabbit, free_port
-from relay_support import RelayFactory, RelayProcess, accepted_ids
 
 from broker.config import BrokerConfig
 from broker.consumer import Consumer
 from broker.queue import Queue
 from broker.server import Broker
 from filtex_proton import __version__
+
+from .relay_rabbit import Rabbit, free_port
+from .relay_support import RelayFactory, RelayProcess, accepted_ids
 
 EVEN = Filter({symbol("f"): Described(symbol("amqp:sql-filter"), "even = TRUE")})
 NO_PUSHDOWN = ("--upstream-selector", "never")

@@ -12,11 +12,12 @@ import time
 from proton import Described, Message, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
-from relay_rabbit import free_port
-from relay_support import RelayFactory
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+
+from .relay_rabbit import free_port
+from .relay_support import RelayFactory
 
 # Only "colour = 'red'" translates; the subject test stays local (JMSType differs upstream).
 FILTERS = Filter({

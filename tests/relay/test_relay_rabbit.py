@@ -10,8 +10,9 @@ import pytest
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection, LinkDetached
-from relay_rabbit import Rabbit
-from relay_support import RelayFactory
+
+from .relay_rabbit import Rabbit
+from .relay_support import RelayFactory
 
 
 def _id(message: Message) -> int:

@@ -9,11 +9,12 @@ import time
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
-from relay_rabbit import free_port
-from relay_support import RelayFactory
 
 from broker.config import BrokerConfig
 from broker.server import Broker
+
+from .relay_rabbit import free_port
+from .relay_support import RelayFactory
 
 SELECTOR = Filter({symbol("jms-selector"): Described(
     symbol("apache.org:selector-filter:string"), "even = TRUE")})

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
-from relay_rabbit import Rabbit
-from relay_support import RelayFactory
+
+from .relay_rabbit import Rabbit
+from .relay_support import RelayFactory
 
 TOTAL = 120
 RESTART_AFTER = 40

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tls_material import make_ca, make_signed, openssl_missing
+from ..tls_material import make_ca, make_signed, openssl_missing
 
 __all__ = ["Certs", "make_certs", "openssl_missing"]
 

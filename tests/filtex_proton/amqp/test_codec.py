@@ -10,7 +10,6 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from filtex_amqp_strategies import proton_decode, proton_encode, same
 from proton import (
     Array,
     Data,
@@ -40,6 +39,8 @@ from filtex_proton.amqp.codec import (
     encode_value,
     skip_value,
 )
+
+from .filtex_amqp_strategies import proton_decode, proton_encode, same
 
 U = uuid.UUID("0123abcd-4567-89ef-fedc-ba9876543210")
 

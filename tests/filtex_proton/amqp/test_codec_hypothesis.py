@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from filtex_amqp_strategies import (
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value, skip_value
+
+from .filtex_amqp_strategies import (
     VALUES,
     proton_can_decode,
     proton_decode,
     proton_encode,
     same,
 )
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
-
-from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value, skip_value
 
 PROPERTY_SETTINGS = settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,7 +10,6 @@ from itertools import pairwise
 from typing import Any
 
 import pytest
-from filtex_amqp_strategies import SCALARS, SCALARS_BY_TYPE, SYMBOLS, from_proton, same
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import (
@@ -45,6 +44,8 @@ from filtex_proton.amqp.message import (
 )
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 from filtex_proton.amqp.view import MISSING, DictMessageView, MessageView, Section
+
+from .filtex_amqp_strategies import SCALARS, SCALARS_BY_TYPE, SYMBOLS, from_proton, same
 
 H = Section.HEADER
 DA = Section.DELIVERY_ANNOTATIONS
