@@ -2,7 +2,7 @@
 
 A plain :class:`proton.Handler`, not ``MessagingHandler``: no ``proton.Message``
 is ever decoded, no endpoint is opened behind our back (the filter refusal
-must not be re-opened, see ``../shared/spec/README.md``), and the hot path is
+must not be re-opened: docs/SEMANTICS.md, Sources), and the hot path is
 just ``on_delivery`` and ``on_link_flow``. Every method is guarded: an
 unexpected exception is logged and costs the offending link or connection,
 never the broker.

@@ -1,4 +1,4 @@
-"""The Apache filter registry's bindings and no-local (apache-filters.txt §1, §2.1).
+"""The Apache filter registry's bindings and no-local (apache-filters §1, §2.1).
 
 Legacy exchange bindings let AMQP 0-x style routing keys select messages by
 ``properties.subject`` (direct, topic) or by application properties (headers).

@@ -41,7 +41,7 @@ __all__ = [
     "lookup",
 ]
 
-# Capabilities (spec §2.2; apache-filters §1-§3; ../shared/spec/README.md).
+# Capabilities (spec §2.2; apache-filters §1-§3; the field's spellings: docs/SEMANTICS.md, Sources).
 SQL: Final = "AMQP_FILTEX_SQL_V1_0"
 PROP: Final = "AMQP_FILTEX_PROP_V1_0"
 GROUP: Final = "AMQP_FILTEX_GROUP_V1_0"

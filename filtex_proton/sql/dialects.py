@@ -76,10 +76,10 @@ AMQP_SQL: Final = Dialect(
 )
 
 
-# ---- JMS (apache-filters.txt §2.2, Jakarta Messaging 3.1 §3.8.1) ----
+# ---- JMS (apache-filters §2.2, Jakarta Messaging 3.1 §3.8.1) ----
 
 def _jms_value(value: Any) -> Any:
-    """AMQP values as the JMS types of apache-filters.txt §2.2's mapping table."""
+    """AMQP values as the JMS types of apache-filters §2.2's mapping table."""
     kind = kind_of(value)
     if kind is Kind.DECIMAL:
         return float(as_decimal(value))
@@ -127,7 +127,7 @@ JMS_HEADERS: Final[Mapping[str, AliasSpec]] = MappingProxyType({
         ((_P, "message-id"),), convert=lambda v: _jms_message_id(v, bare_strings=False)),
     "JMSCorrelationID": AliasSpec(
         ((_P, "correlation-id"),), convert=lambda v: _jms_message_id(v, bare_strings=True)),
-    # apache-filters.txt maps JMSType to the x-opt-jms-type annotation; the AMQP JMS
+    # apache-filters maps JMSType to the x-opt-jms-type annotation; the AMQP JMS
     # mapping used by current Qpid JMS puts it in properties.subject. Read both.
     "JMSType": AliasSpec(((_M, "x-opt-jms-type"), (_P, "subject")), convert=str),
     "JMSPriority": AliasSpec(((_H, "priority"),), default=HEADER_DEFAULTS["priority"]),

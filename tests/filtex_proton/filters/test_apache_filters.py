@@ -1,4 +1,4 @@
-"""apache-filters.txt §1 legacy bindings and §2 JMS filters (no-local, selector)."""
+"""apache-filters §1 legacy bindings and §2 JMS filters (no-local, selector)."""
 
 from __future__ import annotations
 

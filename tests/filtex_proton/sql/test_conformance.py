@@ -1,5 +1,5 @@
 """Table-driven conformance tests for SQL filter expressions (OASIS filtex CSD01 §6) and the
-JMS selector dialect (apache-filters.txt §2.2). Every row id names the spec section it checks.
+JMS selector dialect (apache-filters §2.2). Every row id names the spec section it checks.
 
 Every row is evaluated by the compiled evaluator *and* by the reference interpreter
 (tests/filtex_proton/sql/support.py asserts they agree), then compared with the expected
@@ -1312,7 +1312,7 @@ def test_positions_are_recorded() -> None:
 
 
 # =============================================================================================
-# apache-filters.txt §2.2: the JMS selector dialect
+# apache-filters §2.2: the JMS selector dialect
 
 def jms_msg(**sections: Any) -> dict[str, Any]:
     return sections
