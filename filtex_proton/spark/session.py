@@ -4,6 +4,11 @@ Every PySpark entry point of the project goes through :func:`spark_session`,
 which points Spark's Python workers at this very interpreter: the UDF path
 imports filtex_proton in the workers, and a worker started from another
 Python (the system one, say) would not have it.
+
+In local mode nothing listens beyond loopback: Spark would otherwise bind its
+driver and block manager to the host's first non-loopback interface and its UI
+to every interface, so a laptop running a local query would expose them on its
+network. A cluster master is left as the user configured it.
 """
 
 from __future__ import annotations
@@ -26,7 +31,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
-__all__ = ["archive_spark_schema", "read_archive", "spark_session", "use_this_python"]
+__all__ = [
+    "LOCAL_MODE_SETTINGS", "archive_spark_schema", "read_archive", "spark_session",
+    "use_this_python",
+]
+
+LOOPBACK = "127.0.0.1"
+LOCAL_MODE_SETTINGS: dict[str, str] = {
+    "spark.driver.host": LOOPBACK,
+    "spark.driver.bindAddress": LOOPBACK,  # the driver's RPC endpoint and its block manager
+    "spark.ui.enabled": "false",  # asked for with --conf spark.ui.enabled=true: on loopback
+}
+"""What a local master gets unless the caller's config says otherwise."""
 
 
 def use_this_python(*, force: bool = True) -> None:
@@ -43,17 +59,23 @@ def use_this_python(*, force: bool = True) -> None:
 def spark_session(master: str | None = None, *, app_name: str = "filtex-spark",
                   config: Mapping[str, str] | None = None) -> SparkSession:
     """A SparkSession for archives: ``master`` as given, else what spark-submit set, else
-    ``local[*]``. Local masters always use this interpreter for the workers."""
+    ``local[*]``. Local masters always use this interpreter for the workers and listen on
+    loopback only (``config`` wins over :data:`LOCAL_MODE_SETTINGS`)."""
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 
     submitted = SparkConf().get("spark.master")
     chosen = master or submitted or "local[*]"
-    use_this_python(force=chosen.startswith("local"))
+    local = chosen.startswith("local")
+    use_this_python(force=local)
     builder = SparkSession.builder.appName(app_name)
     if master or not submitted:
         builder = builder.master(chosen)
     settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false"}
+    if local:
+        # Read by the JVM when it starts (the UI binds to it); a value the user set stays.
+        os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
+        settings.update(LOCAL_MODE_SETTINGS)
     settings.update(config or {})
     for key, value in settings.items():
         builder = builder.config(key, value)

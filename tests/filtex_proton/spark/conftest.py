@@ -64,7 +64,6 @@ def spark() -> Iterator[SparkSession]:
     session = spark_session("local[2]", app_name="filtex-spark-tests", config={
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
-        "spark.ui.enabled": "false",
         "spark.driver.memory": "2g",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
     })
