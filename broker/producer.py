@@ -1,10 +1,12 @@
 """A producer: one link the broker receives on, with its credit window.
 
-A delivery is read as raw bytes (``recv`` until it is no longer partial), its
-section layout checked once (the plugin's lazily-decoding message), stored in
+A delivery is read as raw bytes (``recv`` until it is no longer partial),
+checked at the door (the plugin's ``FilterMessage.validate``: the layout and
+every section but the body, decoded once and kept for the filters), stored in
 its node, and only then accepted and settled: at-least-once for senders that
-wait for the outcome. Bytes that are not an AMQP message are rejected with
-``amqp:decode-error`` and never stored; the link and the connection go on.
+wait for the outcome. A malformed message is rejected with ``amqp:decode-error``
+naming the section and the problem, and never stored; the link and the
+connection go on.
 
 Credit is granted in a window and topped up when half is used, but only while
 the node has room; a producer to a full node is stalled until the node wakes it.
@@ -26,11 +28,10 @@ from broker.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, lib, wrap
 from broker.log_rate import due
 from broker.node import Node
 from broker.registry import Registry
-from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.view import MISSING, Section
-from filtex_proton.plugin import FilterMessage
+from filtex_proton.plugin import FilterMessage, InvalidMessageError
 
-__all__ = ["Producer"]
+__all__ = ["Producer", "malformed"]
 
 log = logging.getLogger("filtex.broker")
 
@@ -56,6 +57,11 @@ class _Throttle:
 
 
 _malformed = _Throttle()
+
+
+def malformed(exc: InvalidMessageError) -> str:
+    """The ``amqp:decode-error`` description of a message refused at the door."""
+    return f"malformed message: {exc}"
 
 
 class Producer:
@@ -185,14 +191,9 @@ class Producer:
     def _store(self, delivery: Any, data: bytes) -> None:
         message = self.make_message(data, self.origin)
         try:
-            if not data:
-                raise DecodeError("no sections at all", 0)
-            view = message.view  # scans the section layout once; filters reuse it
-        except DecodeError as exc:
-            if _malformed.due():
-                log.warning("link %r: malformed message rejected (%s) [%d so far]",
-                            self.name, exc, _malformed.count)
-            self._settle(delivery, REJECTED, DECODE_ERROR, f"not an AMQP message: {exc}")
+            view = message.validate()  # every section but the body, once; filters reuse it
+        except InvalidMessageError as exc:
+            self.refuse_malformed(delivery, exc)
             return
         if self.guard is not None and (refused := self.guard(message)) is not None:
             self._settle(delivery, REJECTED, str(refused.name), refused.description or "")
@@ -247,6 +248,14 @@ class Producer:
                              "the message could not be written to the durable store")
         finally:
             lib.pn_decref(delivery)
+
+    def refuse_malformed(self, delivery: Any, exc: InvalidMessageError) -> None:
+        """Reject a message that failed the door check; log it as log_rate says."""
+        if _malformed.due():
+            log.warning("link %r: malformed message rejected (%s) [%d so far]; "
+                        "event=malformed-message section=%s", self.name, exc, _malformed.count,
+                        exc.section.replace(" ", "-"))
+        self._settle(delivery, REJECTED, DECODE_ERROR, malformed(exc))
 
     @staticmethod
     def _settle(delivery: Any, outcome: int, condition: str | None = None, text: str = "") -> None:

@@ -98,10 +98,15 @@ from broker.registry import Registry
 from broker.relay_origin import OriginStamp
 from broker.terminus import read_terminus, refuse
 from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
-from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet
-from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
+from filtex_proton.plugin import (
+    DecodeError,
+    FilterMessage,
+    FiltexPlugin,
+    InvalidMessageError,
+    LinkFilter,
+)
 from filtex_proton.pushdown import pushdown
 from filtex_proton.sql import JMS_SELECTOR
 
@@ -563,12 +568,16 @@ class RelayProducer(Producer):
     def _store(self, delivery: Any, data: bytes) -> None:
         message: FilterMessage = self.make_message(data, self.origin)
         try:
-            if not data:
-                raise DecodeError("no sections at all", 0)
+            view = message.validate()  # the same door check as for our own nodes
+        except InvalidMessageError as exc:
+            self.refuse_malformed(delivery, exc)
+            return
+        try:
             # marked with this connection, so that its no-local consumers skip it on the way back
-            data = self.upstream.origins.stamp(message.view, self.client_origin)
-        except DecodeError as exc:
-            self._settle(delivery, REJECTED, "amqp:decode-error", f"not an AMQP message: {exc}")
+            data = self.upstream.origins.stamp(view, self.client_origin)
+        except DecodeError as exc:  # cannot happen after the check; refused all the same
+            self.refuse_malformed(delivery, InvalidMessageError("message-annotations", exc.reason,
+                                                           exc.offset))
             return
         refused = self.guard(message) if self.guard is not None else None
         if refused is not None:

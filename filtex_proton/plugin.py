@@ -29,6 +29,7 @@ from proton import Condition, Connection, Data, Endpoint, Handler, Link, Terminu
 
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.message import RawMessageView
+from filtex_proton.amqp.validate import InvalidMessageError, validate_message, validate_view
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext
 from filtex_proton.filters.registry import (
@@ -43,7 +44,15 @@ from filtex_proton.filters.registry import SQL as SQL_CAPABILITY
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["FilterMessage", "FiltexPlugin", "LinkFilter", "PluginStats"]
+__all__ = [
+    "DecodeError",
+    "FilterMessage",
+    "FiltexPlugin",
+    "InvalidMessageError",
+    "LinkFilter",
+    "PluginStats",
+    "validate_message",
+]
 
 INVALID_FIELD: Final = "amqp:invalid-field"
 _FILTER_INFO: Final = {symbol("field"): symbol("filter")}
@@ -73,6 +82,18 @@ class FilterMessage:
         if self._view is None:
             self._view = RawMessageView(self.data)
         return self._view
+
+    def validate(self) -> RawMessageView:
+        """The door check (:func:`validate_message`): raises :class:`InvalidMessageError`.
+
+        The sections it decodes stay in the view, so the filters reading them
+        later decode nothing again; ``view`` is this view afterwards.
+        """
+        view = self._view
+        if view is None:
+            view = self._view = validate_message(self.data)
+            return view
+        return validate_view(view)
 
 
 class LinkFilter:

@@ -223,6 +223,30 @@ def app_property(view: RawMessageView, name: str) -> Any:
     return view.field(Section.APPLICATION_PROPERTIES, name)
 
 
+POISON = "poison"
+"""The application property that makes every SQL filter fail under :func:`failing_filters`."""
+
+
+def failing_filters(monkeypatch: Any) -> None:
+    """Make every SQL filter raise on a message that has the application property POISON.
+
+    The broker's door check rejects every message a filter could fail to read
+    (issue 16), so no real message induces an evaluation error any more; the
+    error accounting (spec §7.2) is tested with this stand-in. The broker runs
+    in this process, so patching the class reaches it.
+    """
+    from filtex_proton.filters.sql import SqlFilter
+
+    real = SqlFilter._evaluate
+
+    def failing(self: SqlFilter, view: Any, ctx: Any) -> bool | None:
+        if view.has_field(Section.APPLICATION_PROPERTIES, POISON):
+            raise RuntimeError("an induced evaluation error")
+        return real(self, view, ctx)
+
+    monkeypatch.setattr(SqlFilter, "_evaluate", failing)
+
+
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = TIMEOUT) -> None:
     """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

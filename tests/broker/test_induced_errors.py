@@ -1,8 +1,9 @@
 """Spec §7.2: a producer whose messages make consumers' filters fail is logged, then closed.
 
-The induced error is real: application properties whose string value is not
-UTF-8 pass the broker's door check (the section layout is sound) and fail only
-when a filter reads them. Real clients over real sockets throughout.
+The broker's door check rejects every message a filter could fail to read
+(issue 16), so the error is induced by :func:`failing_filters`: every SQL filter
+raises on a message with the application property ``poison``. Real clients over
+real sockets throughout.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from broker.error_rate import InducedErrors
 from filtex_proton.amqp.message import encode_message
 
 from .broker_clients import (
+    POISON,
     BrokerFactory,
     bodies,
     connect,
+    failing_filters,
     message,
     nothing_more,
     raw_receiver,
@@ -34,10 +37,14 @@ CLOSE = {"max_evaluation_errors_per_second": 1.0, "evaluation_error_interval": 6
 """More than 60 errors in a minute closes the producing connection."""
 
 
+@pytest.fixture(autouse=True)
+def _failing_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    failing_filters(monkeypatch)
+
+
 def poisoned(n: int) -> bytes:
-    """A message whose application property ``a`` is not UTF-8 (a filter reading it fails)."""
-    return encode_message(application_properties={"a": "AAA", "n": n}).replace(
-        b"AAA", b"\xed\xa0\x80")
+    """A well-formed message on which every SQL filter fails (:func:`failing_filters`)."""
+    return encode_message(application_properties={"a": "AAA", "n": n, POISON: True})
 
 
 def test_a_producer_inducing_errors_is_closed_and_nothing_is_lost(

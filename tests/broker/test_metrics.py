@@ -17,10 +17,12 @@ from broker.server import Broker
 from filtex_proton.amqp.message import encode_message
 
 from .broker_clients import (
+    POISON,
     BrokerFactory,
     RunningBroker,
     bodies,
     connect,
+    failing_filters,
     message,
     nothing_more,
     raw_receiver,
@@ -53,8 +55,8 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 
 
 def poisoned() -> bytes:
-    """Application property ``k`` is not UTF-8: a filter reading it fails."""
-    return encode_message(application_properties={"k": "KKK"}).replace(b"KKK", b"\xed\xa0\x80")
+    """A well-formed message on which every SQL filter fails (:func:`failing_filters`)."""
+    return encode_message(application_properties={"k": 0, POISON: True})
 
 
 @pytest.fixture
@@ -62,7 +64,10 @@ def metered(broker_factory: BrokerFactory) -> RunningBroker:
     return broker_factory(metrics="127.0.0.1:0")
 
 
-def test_traffic_filters_refusals_and_depths_are_counted(metered: RunningBroker) -> None:
+def test_traffic_filters_refusals_and_depths_are_counted(
+    metered: RunningBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing_filters(monkeypatch)
     conn = connect(metered.url)
     low = conn.create_receiver("q", credit=100, options=sql("k < 5"), name="low")
     sender = conn.create_sender("q")

@@ -1,0 +1,332 @@
+"""The door check: is a message well-formed in every section a broker stores and forwards?
+
+:class:`~filtex_proton.amqp.message.RawMessageView` decodes lazily, so a message
+whose application-properties map has an odd count, or whose strings are not
+UTF-8, would be forwarded byte for byte, and every consumer's decoder (and every
+filter reading it) would fail on it instead. :func:`validate_message` decodes
+each section except the body once, on arrival, checks what AMQP 1.0 requires of
+it, and leaves the decoded sections in the view's cache, so the filters that
+read them later decode nothing twice.
+
+What is checked, beyond the section layout the scan already checks:
+
+* every section: sizes and counts inside the section, maps with an even count,
+  strings UTF-8, symbols ASCII, chars valid code points, nesting bounded (the
+  codec's rules, AMQP 1.0 part 1);
+* header and properties (§3.2.1, §3.2.4): each field null or of its type;
+* delivery and message annotations, footer (§3.2.2, §3.2.3, §3.2.10): keys
+  symbol or ulong;
+* application-properties (§3.2.5): keys strings, values of simple types only
+  (no list, map, array or described value);
+* descriptors of described values and arrays anywhere in those sections:
+  symbol or ulong (§1.5).
+
+The body is stepped over by its size fields, never decoded.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from proton import Array, Described, int32, symbol, timestamp, ubyte, uint, ulong
+
+from filtex_proton.amqp.codec import (
+    _DECODERS,
+    UNDESCRIBED,
+    DecodeError,
+    decode_at,
+    decode_fields,
+)
+from filtex_proton.amqp.message import RawMessageView
+from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
+
+__all__ = ["LAYOUT", "InvalidMessageError", "validate_message", "validate_view"]
+
+#: The ``section`` of an :class:`InvalidMessageError` whose sections cannot even be told apart.
+LAYOUT: Final = "message layout"
+
+
+class InvalidMessageError(DecodeError):
+    """A message refused at the door: which section (``section``), what is wrong, where.
+
+    A :class:`DecodeError`, so code that catches those keeps working; its text
+    reads ``"application-properties section: map with an odd number of
+    elements (3) (at byte 57)"``.
+    """
+
+    def __init__(self, section: str, reason: str, offset: int) -> None:
+        self.section = section
+        self.problem = reason
+        label = section if section == LAYOUT else f"{section} section"
+        super().__init__(f"{label}: {reason}", offset)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (InvalidMessageError, (self.section, self.problem, self.offset))
+
+
+_TYPE_NAMES: Final[dict[type, str]] = {
+    bool: "boolean", ubyte: "ubyte", uint: "uint", ulong: "ulong", timestamp: "timestamp",
+    symbol: "symbol", str: "string", bytes: "binary", uuid.UUID: "uuid", list: "list",
+    dict: "map", Array: "array", Described: "described value",
+}
+#: The format codes of each AMQP type (part 1 §1.6), and the name of each code's type.
+_CODES: Final[dict[str, frozenset[int]]] = {
+    "null": frozenset({0x40}),
+    "boolean": frozenset({0x56, 0x41, 0x42}),
+    "ubyte": frozenset({0x50}),
+    "ushort": frozenset({0x60}),
+    "uint": frozenset({0x70, 0x52, 0x43}),
+    "ulong": frozenset({0x80, 0x53, 0x44}),
+    "byte": frozenset({0x51}),
+    "short": frozenset({0x61}),
+    "int": frozenset({0x71, 0x54}),
+    "long": frozenset({0x81, 0x55}),
+    "float": frozenset({0x72}),
+    "double": frozenset({0x82}),
+    "decimal32": frozenset({0x74}),
+    "decimal64": frozenset({0x84}),
+    "decimal128": frozenset({0x94}),
+    "char": frozenset({0x73}),
+    "timestamp": frozenset({0x83}),
+    "uuid": frozenset({0x98}),
+    "binary": frozenset({0xA0, 0xB0}),
+    "string": frozenset({0xA1, 0xB1}),
+    "symbol": frozenset({0xA3, 0xB3}),
+    "list": frozenset({0x45, 0xC0, 0xD0}),
+    "map": frozenset({0xC1, 0xD1}),
+    "array": frozenset({0xE0, 0xF0}),
+    "described value": frozenset({0x00}),
+}
+_CODE_NAMES: Final[dict[int, str]] = {c: name for name, codes in _CODES.items() for c in codes}
+_CODES["*message-id"] = _CODES["ulong"] | _CODES["uuid"] | _CODES["binary"] | _CODES["string"]
+#: What a section's field may be encoded as: its type, or null (§3.2.1, §3.2.4, §3.2.11-15).
+_HEADER_CODES: Final = tuple(_CODES[kind] | {0x40} for _, kind in HEADER_FIELDS)
+_PROPERTIES_CODES: Final = tuple(_CODES[kind] | {0x40} for _, kind in PROPERTIES_FIELDS)
+_HEADER_NAMES: Final = tuple(name for name, _ in HEADER_FIELDS)
+_PROPERTIES_NAMES: Final = tuple(name for name, _ in PROPERTIES_FIELDS)
+_HEADER_KINDS: Final = tuple(kind.lstrip("*") for _, kind in HEADER_FIELDS)
+_PROPERTIES_KINDS: Final = tuple(kind.lstrip("*") for _, kind in PROPERTIES_FIELDS)
+#: Never a simple type (§3.2.5): lists, maps, arrays, described values.
+_COMPOUND_CODES: Final = (_CODES["list"] | _CODES["map"] | _CODES["array"]
+                          | _CODES["described value"])
+_ANNOTATION_KEY_CODES: Final = _CODES["symbol"] | _CODES["ulong"]
+_STRING_CODES: Final = _CODES["string"]
+_ANNOTATION_KEYS: Final = frozenset({symbol, ulong})
+
+_decoders = _DECODERS
+_int_new = int.__new__
+_str_new = str.__new__
+_i8 = struct.Struct(">b").unpack_from
+_u32x2 = struct.Struct(">II").unpack_from
+
+
+def _code_name(code: int) -> str:
+    return _CODE_NAMES.get(code, f"format code 0x{code:02x}")
+
+
+def _type_name(value: Any) -> str:
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _descriptors(value: Any) -> str | None:
+    """Why a compound value holds a described value whose descriptor is neither symbol
+    nor ulong (§1.5), or None. Walked with a stack: the codec bounds the depth already."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is Described:
+            if type(item.descriptor) not in _ANNOTATION_KEYS:
+                return f"descriptor of type {_type_name(item.descriptor)}, not symbol or ulong"
+            stack.append(item.value)
+        elif kind is list:
+            stack.extend(item)
+        elif kind is dict:
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif kind is Array:
+            descriptor = item.descriptor
+            if descriptor is not UNDESCRIBED and type(descriptor) not in _ANNOTATION_KEYS:
+                return f"array descriptor of type {_type_name(descriptor)}, not symbol or ulong"
+            stack.extend(item.elements)
+    return None
+
+
+def _fields(names: tuple[str, ...], allowed: tuple[frozenset[int], ...],
+            kinds: tuple[str, ...]) -> Callable[[bytes, int], dict[str, Any]]:
+    """The checker of a composite section (header, properties): each field null or of its
+    type, decoded exactly as :func:`~filtex_proton.amqp.codec.decode_fields` does."""
+    known = len(names)
+
+    def check(buf: bytes, offset: int) -> dict[str, Any]:
+        code = buf[offset]
+        if code == 0xC0:
+            size = buf[offset + 1]
+            count = buf[offset + 2] if size else 0
+            pos = offset + 3
+            end = offset + 2 + size
+        elif code == 0xD0:
+            size, count = _u32x2(buf, offset + 1)
+            pos = offset + 9
+            end = offset + 5 + size
+        else:  # list0 or null: no fields (the scan let nothing else through)
+            return {}
+        if end > len(buf) or end < pos or count > end - pos:
+            return decode_fields(buf, offset, names)  # raises, saying what is wrong
+        dec = _decoders
+        result: dict[str, Any] = {}
+        value: Any
+        try:
+            for i in range(count):
+                code = buf[pos]
+                if code == 0x40:
+                    pos += 1
+                    continue
+                if i < known and code not in allowed[i]:
+                    raise DecodeError(
+                        f"field {names[i]} is {_code_name(code)}, not {kinds[i]}", pos)
+                if code == 0xA1:
+                    start = pos + 2
+                    pos = start + buf[pos + 1]
+                    value = buf[start:pos].decode()
+                elif code == 0x53:
+                    value = _int_new(ulong, buf[pos + 1])
+                    pos += 2
+                elif code == 0xA3:
+                    start = pos + 2
+                    pos = start + buf[pos + 1]
+                    value = _str_new(symbol, buf[start:pos].decode("ascii"))
+                else:
+                    value, pos = dec[code](buf, pos + 1, 1)
+                if i < known:
+                    result[names[i]] = value
+        except UnicodeDecodeError:
+            raise DecodeError("invalid UTF-8 in string or non-ASCII symbol", pos) from None
+        if pos != end:
+            raise DecodeError("list elements do not fill its size", end)
+        return result
+
+    return check
+
+
+def _map(key_codes: frozenset[int], key_text: str, simple: bool
+         ) -> Callable[[bytes, int], dict[Any, Any]]:
+    """The checker of a map section: keys of ``key_codes``; values simple only (``simple``)
+    or anything whose descriptors are symbols or ulongs. Decoded as the codec does."""
+
+    def check(buf: bytes, offset: int) -> dict[Any, Any]:
+        code = buf[offset]
+        if code == 0xC1:
+            size = buf[offset + 1]
+            count = buf[offset + 2] if size else 0
+            pos = offset + 3
+            end = offset + 2 + size
+        elif code == 0xD1:
+            size, count = _u32x2(buf, offset + 1)
+            pos = offset + 9
+            end = offset + 5 + size
+        else:  # null: an empty section (the scan let nothing else through)
+            return {}
+        if count & 1 or end > len(buf) or end < pos or count > end - pos:
+            decode_at(buf, offset)  # raises, saying what is wrong
+            raise DecodeError("malformed map", offset)  # pragma: no cover - decode_at raised
+        dec = _decoders
+        result: dict[Any, Any] = {}
+        key: Any
+        value: Any
+        try:
+            for _ in range(count >> 1):
+                code = buf[pos]
+                if code not in key_codes:
+                    raise DecodeError(f"key of type {_code_name(code)}, not {key_text}", pos)
+                if code == 0xA1:
+                    start = pos + 2
+                    pos = start + buf[pos + 1]
+                    key = buf[start:pos].decode()
+                elif code == 0xA3:
+                    start = pos + 2
+                    pos = start + buf[pos + 1]
+                    key = _str_new(symbol, buf[start:pos].decode("ascii"))
+                else:
+                    key, pos = dec[code](buf, pos + 1, 1)
+                code = buf[pos]
+                if code == 0xA1:
+                    start = pos + 2
+                    pos = start + buf[pos + 1]
+                    result[key] = buf[start:pos].decode()
+                elif code == 0x54:
+                    result[key] = _int_new(int32, _i8(buf, pos + 1)[0])
+                    pos += 2
+                elif code == 0x40:
+                    result[key] = None
+                    pos += 1
+                elif code in _COMPOUND_CODES:
+                    if simple:
+                        raise DecodeError(
+                            f"value of {key!r} is a {_code_name(code)}, not a simple type", pos)
+                    value, pos = dec[code](buf, pos + 1, 1)
+                    why = _descriptors(value)
+                    if why is not None:
+                        raise DecodeError(f"value of {key!r}: {why}", pos)
+                    result[key] = value
+                else:
+                    result[key], pos = dec[code](buf, pos + 1, 1)
+        except UnicodeDecodeError:
+            raise DecodeError("invalid UTF-8 in string or non-ASCII symbol", pos) from None
+        if pos != end:
+            raise DecodeError("map elements do not fill its size", end)
+        return result
+
+    return check
+
+
+_annotations = _map(_ANNOTATION_KEY_CODES, "symbol or ulong", simple=False)
+
+#: Per section key of the view (``Section._value_``): decode it, check it, return the entries.
+_CHECKS: Final[dict[str, Callable[[bytes, int], Mapping[Any, Any]]]] = {
+    "header": _fields(_HEADER_NAMES, _HEADER_CODES, _HEADER_KINDS),
+    "delivery-annotations": _annotations,
+    "message-annotations": _annotations,
+    "properties": _fields(_PROPERTIES_NAMES, _PROPERTIES_CODES, _PROPERTIES_KINDS),
+    "application-properties": _map(_STRING_CODES, "string", simple=True),
+    "footer": _annotations,
+}
+
+
+def validate_view(view: RawMessageView) -> RawMessageView:
+    """Check every section of a scanned message but the body; raises :class:`InvalidMessageError`.
+
+    The decoded sections stay in the view's cache (what ``view.section`` returns
+    afterwards), so validating costs the filters nothing later.
+    """
+    buf = view.data
+    decoded = view._decoded
+    checks = _CHECKS
+    key = ""
+    try:
+        for key, offset in view._offsets.items():
+            decoded[key] = checks[key](buf, offset)
+    except DecodeError as exc:
+        raise InvalidMessageError(key, exc.reason, exc.offset) from None
+    except (struct.error, IndexError):
+        raise InvalidMessageError(key, "truncated data", len(buf)) from None
+    except RecursionError:  # pragma: no cover - only when called near the recursion limit
+        raise InvalidMessageError(key, "nesting too deep for the interpreter stack", 0) from None
+    return view
+
+
+def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
+    """The view of a message that passed the door check; raises :class:`InvalidMessageError`.
+
+    The scan (layout: descriptors, order, section sizes) and then :func:`validate_view`.
+    """
+    if not data:
+        raise InvalidMessageError(LAYOUT, "no sections at all", 0)
+    try:
+        view = RawMessageView(data)
+    except DecodeError as exc:
+        raise InvalidMessageError(LAYOUT, exc.reason, exc.offset) from None
+    return validate_view(view)
