@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from filtex_proton.sql import ast as sql_ast
 
 __all__ = [
-    "Atom", "Condition", "FieldEquals", "FieldExists", "FieldNotNull", "FieldNull",
+    "ALWAYS", "NEVER", "Atom", "Condition", "FieldEquals", "FieldExists", "FieldNotNull", "FieldNull",
     "FieldPrefix", "FieldRange", "FieldRef", "MatcherStats", "NodeMatch", "NodeMatcher",
-    "Verdict", "decompose", "verdict",
+    "Verdict", "decompose", "holds", "value_key", "verdict",
 ]
 
 K = TypeVar("K", bound=Hashable)
