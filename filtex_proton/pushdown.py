@@ -169,6 +169,8 @@ class _Translator:
             return _TRUE if item.result else _FALSE
         if isinstance(item, SqlFilter):
             if item.compiled.dialect is JMS_SELECTOR:  # the upstream's own language
+                if not item.compiled.text.strip():  # JMS §3.8.1.1: no selector, all match
+                    return _TRUE
                 return _Part(item.compiled.text.strip(), True, atomic=False)
             return self.expr(item.compiled.ast, positive)
         if isinstance(item, GroupFilter):

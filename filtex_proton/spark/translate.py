@@ -51,7 +51,7 @@ from filtex_proton.spark.archive import (
 from filtex_proton.sql import ast, iso8601
 from filtex_proton.sql.compiler import compile_expression
 from filtex_proton.sql.dialects import AMQP_SQL, JMS_SELECTOR, Dialect
-from filtex_proton.sql.functions import FUNCTIONS
+from filtex_proton.sql.functions import understood
 from filtex_proton.sql.like import LikeError, _segments, compile_like
 
 __all__ = ["Pred", "Translator", "UntranslatableError"]
@@ -549,9 +549,10 @@ def _reads_message(node: ast.Expr | ast.Reference) -> bool:
     for part, _ in ast.walk(node):  # type: ignore[arg-type]
         if isinstance(part, ast.Field | ast.Alias | ast.Exists):
             return True
-        if isinstance(part, ast.Call) and part.vendor is None and not FUNCTIONS[
-                part.name].deterministic:
-            return True
+        if isinstance(part, ast.Call):
+            function = understood(part.name, part.vendor)
+            if function is not None and not function.deterministic:
+                return True
     return False
 
 
@@ -571,6 +572,8 @@ class SqlTranslator:
         return truth(self.value(substituted))
 
     def value(self, node: ast.Expr) -> Value:
+        if isinstance(node, ast.Call) and understood(node.name, node.vendor) is None:
+            return _const_value(None)  # §6.4.4.3: NULL whatever its arguments read; exact
         if not _reads_message(node):
             try:
                 return _const_value(compile_expression(node, self.dialect)(_NO_VIEW))

@@ -20,7 +20,7 @@ from filtex_proton.amqp.types import HEADER_DEFAULTS, Kind, kind_of
 from filtex_proton.amqp.view import MISSING, MessageView, Section
 from filtex_proton.sql import ast, values
 from filtex_proton.sql.dialects import AMQP_SQL, Dialect
-from filtex_proton.sql.functions import FUNCTIONS
+from filtex_proton.sql.functions import understood
 from filtex_proton.sql.like import LikeError, compile_like
 
 __all__ = ["Evaluator", "compile_expression"]
@@ -84,10 +84,12 @@ class _Compiler:
             return node
         if isinstance(node, ast.Field | ast.Alias | ast.Exists):
             return None
-        if isinstance(node, ast.Call) and (
-            node.vendor is None and not FUNCTIONS[node.name].deterministic
-        ):
-            return None
+        if isinstance(node, ast.Call):
+            function = understood(node.name, node.vendor)
+            if function is None:
+                return ast.Literal(None, pos=node.pos)  # §6.4.4.3, whatever the arguments
+            if not function.deterministic:
+                return None
         for part in ast.children(node):
             if not isinstance(part, ast.Key | ast.Index) and self.fold(part) is None:
                 return None
@@ -374,9 +376,10 @@ class _Compiler:
         return lambda view: arithmetic(op, left(view), right(view))
 
     def _call(self, node: ast.Call) -> Evaluator:
-        if node.vendor is not None:
+        function = understood(node.name, node.vendor)
+        if function is None:
             return _constant(None)  # §6.4.4.3: a function not understood evaluates to NULL
-        apply = FUNCTIONS[node.name].apply
+        apply = function.apply
         args = tuple(self.compile(a) for a in node.args)
         if not args:
             return lambda view: apply()

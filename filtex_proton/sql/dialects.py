@@ -1,8 +1,9 @@
 """SQL dialects as data: the AMQP SQL filter (§6) and the JMS message selector.
 
 Both are parsed by the same grammar and evaluated by the same engine; a dialect
-only says how literals are typed, what unqualified names mean, which JMS header
-names exist, and how values that JMS cannot compare are treated.
+only says how literals are spelled and typed, which words are reserved, what
+unqualified names mean, which JMS header names exist, and how values that JMS
+cannot compare are treated.
 """
 
 from __future__ import annotations
@@ -59,6 +60,15 @@ class Dialect:
     aliases: Mapping[str, AliasSpec] = field(default_factory=dict)
     value_view: Callable[[Any], Any] | None = None
     """Applied to every value read from the message (JMS sees AMQP values as JMS types)."""
+    lexicon: Literal["sql", "java"] = "sql"
+    """How numbers, identifiers and strings are spelled: the spec's §6.4.4.2 and §6.4.4.6
+    productions exactly, or Java's literals and identifiers (JMS §3.8.1.1)."""
+    reserved: frozenset[str] = frozenset()
+    """Words that cannot be regular identifiers, upper case."""
+    conditional_only: bool = False
+    """Whether the whole expression must be a condition (JMS: "a conditional expression")."""
+    empty_matches_all: bool = False
+    """Whether empty text is no filter at all (JMS) rather than an error."""
 
     def compare(self, op: str, a: Any, b: Any) -> bool | None:
         """A comparison operator applied with this dialect's rules."""
@@ -73,6 +83,13 @@ AMQP_SQL: Final = Dialect(
     incomparable=None,
     ordered=ORDERED_ALL,
     iso_strings=True,
+    lexicon="sql",
+    # §6.4.4.6: delimited identifiers exist for "reserved words ... that would otherwise
+    # cause parsing errors", so the grammar's words are not regular identifiers.
+    reserved=frozenset({
+        "AND", "OR", "NOT", "IS", "NULL", "LIKE", "ESCAPE", "IN", "BETWEEN", "EXISTS", "TRUE",
+        "FALSE", "INF", "NAN",
+    }),
 )
 
 
@@ -154,4 +171,12 @@ JMS_SELECTOR: Final = Dialect(
     iso_strings=False,
     aliases=JMS_HEADERS,
     value_view=_jms_value,
+    lexicon="java",
+    # JMS §3.8.1.1: "Identifiers cannot be the names NULL, TRUE, and FALSE. Identifiers
+    # cannot be NOT, AND, OR, BETWEEN, LIKE, IN, IS, or ESCAPE."
+    reserved=frozenset({
+        "NULL", "TRUE", "FALSE", "NOT", "AND", "OR", "BETWEEN", "LIKE", "IN", "IS", "ESCAPE",
+    }),
+    conditional_only=True,
+    empty_matches_all=True,
 )

@@ -18,7 +18,7 @@ from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.sql import iso8601
 from filtex_proton.sql.values import text_of
 
-__all__ = ["FUNCTIONS", "Function"]
+__all__ = ["FUNCTIONS", "Function", "understood"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,3 +112,11 @@ FUNCTIONS: Final[dict[str, Function]] = {
         Function("DATE", 1, 1, _date),
     )
 }
+
+
+def understood(name: str, vendor: str | None) -> Function | None:
+    """The function a call names, or ``None`` when this broker does not understand it:
+    a vendor's, or an unprefixed name that is not one of §6.4.4.3's. Such a call
+    evaluates to NULL ("it MUST be evaluated as NULL") and its arguments are not
+    evaluated, since nothing could depend on them."""
+    return FUNCTIONS.get(name) if vendor is None else None

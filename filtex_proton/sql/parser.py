@@ -10,7 +10,10 @@ and what was found.
 from __future__ import annotations
 
 import difflib
+import re
+import struct
 import threading
+import unicodedata
 from decimal import Decimal, InvalidOperation
 from importlib import resources
 from typing import Any, Final, cast
@@ -29,7 +32,7 @@ from filtex_proton.sql.functions import FUNCTIONS
 from filtex_proton.sql.like import LikeError, compile_like
 from filtex_proton.sql.values import ULONG_MAX
 
-__all__ = ["parse"]
+__all__ = ["check_filter", "parse"]
 
 _SECTIONS: Final[dict[str, Section]] = {
     "header": Section.HEADER, "h": Section.HEADER,
@@ -143,6 +146,9 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
     # -- constants (§6.4.4.2) -------------------------------------------------
     def number(self, token: Token) -> ast.Literal:
         text = str(token)
+        if self.dialect.lexicon == "java":
+            return ast.Literal(_java_number(text, token), pos=_position(token))
+        _check_sql_number(text, token)
         if "e" in text.lower():
             value: Any = _float_constant(text, token)
         elif "." in text:
@@ -151,14 +157,7 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
             else:
                 value = _decimal_constant(text, token)
         else:
-            digits = text.lstrip("0") or "0"  # int() refuses more than 4300 digits
-            value = int(digits) if len(digits) <= 20 else ULONG_MAX + 1
-            if value > ULONG_MAX:
-                raise FilterError(
-                    f"integer constant {_shorten(text)} is out of range (the largest is 2^64-1)",
-                    position=_position(token))
-            if value > 2**63 - 1:
-                value = ulong(value)
+            value = _integer_constant(text, 10, token)
         return ast.Literal(value, pos=_position(token))
 
     def inf(self, token: Token) -> ast.Literal:
@@ -178,19 +177,22 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
 
     def string(self, token: Token) -> ast.Literal:
         quote = token[0]
+        if self.dialect.lexicon == "sql":
+            _refuse_control(token, "string constant", "any valid printable Unicode characters",
+                            "§6.4.4.2.5")
         return ast.Literal(token[1:-1].replace(quote * 2, quote), pos=_position(token))
 
     def binary_constant(self, token: Token) -> ast.Literal:
         digits = token[2:]
+        if self.dialect.lexicon == "java":
+            digits = digits.rstrip("lL")  # Java's long suffix (JMS §3.8.1.1)
+        elif not _SQL_BINARY.fullmatch(token):
+            raise FilterError(
+                f"binary constant {_shorten(str(token))} is not '0x' followed by the hex digits "
+                f"0-9 and A-F (§6.4.4.2.6); write {_shorten('0x' + digits.rstrip('lL').upper())}",
+                position=_position(token))
         if self.dialect.hex_literals == "integer":
-            number = int(digits, 16)
-            if number > ULONG_MAX:
-                raise FilterError(
-                    f"integer constant {_shorten(str(token))} is out of range "
-                    "(the largest is 2^64-1)",
-                    position=_position(token))
-            return ast.Literal(ulong(number) if number > 2**63 - 1 else number,
-                               pos=_position(token))
+            return ast.Literal(_integer_constant(digits, 16, token), pos=_position(token))
         if len(digits) % 2:
             raise FilterError(
                 f"binary constant {_shorten(str(token))} needs pairs of hex digits (§6.4.4.2.6)",
@@ -203,11 +205,10 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
         upper = name.upper()
         function = FUNCTIONS.get(upper)
         if function is None:
-            raise FilterError(
-                f"unknown function {_shorten(str(name))}(); the functions are "
-                f"{', '.join(sorted(FUNCTIONS))}, and vendor functions take a prefix "
-                "such as acme:{name}(...)".replace("{name}", _shorten(str(name)).lower()),
-                position=_position(name))
+            # §6.4.4.3: "If a function is not understood by an implementation, it MUST be
+            # evaluated as NULL". Kept as written, so the text prints back the same.
+            self._identifier(name)
+            return ast.Call(str(name), arguments, pos=_position(name))
         if not function.min_args <= len(arguments) <= function.max_args:
             expected = (f"{function.min_args}" if function.min_args == function.max_args
                         else f"{function.min_args} to {function.max_args}")
@@ -220,6 +221,8 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
 
     def vendor_call(self, vendor: Token, name: Token, *args: ast.Expr | None) -> ast.Call:
         arguments = tuple(a for a in args if a is not None)
+        self._identifier(vendor)
+        self._identifier(name)
         return ast.Call(str(name), arguments, vendor=str(vendor), pos=_position(vendor))
 
     # -- fields (§6.4.4.4-6) --------------------------------------------------
@@ -234,7 +237,7 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
         return ast.Field(target, text, tuple(path), pos=_position(section))
 
     def unqualified_field(self, name: Token, *path: ast.Reference) -> ast.Field | ast.Alias:
-        text = _name(name)
+        text = self._identifier(name)
         if name.type == "IDENTIFIER" and text in self.dialect.aliases:
             if path:
                 raise FilterError(f"{_shorten(text)} is a single value and has no entries",
@@ -243,10 +246,28 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
         return ast.Field(Section.APPLICATION_PROPERTIES, text, tuple(path), pos=_position(name))
 
     def map_reference(self, name: Token) -> ast.Key:
-        return ast.Key(_name(name), pos=_position(name))
+        return ast.Key(self._identifier(name), pos=_position(name))
 
     def positional_reference(self, index: ast.Expr) -> ast.Index:
         return ast.Index(index, pos=index.pos)
+
+    def _identifier(self, token: Token) -> str:
+        """A name's text, once it is known to be a name in this dialect (§6.4.4.6)."""
+        if token.type != "IDENTIFIER":
+            return _name(token)
+        text = str(token)
+        if text.upper() in self.dialect.reserved:
+            where = ("JMS §3.8.1.1" if self.dialect.lexicon == "java"
+                     else "§6.4.4.6; delimit it: [" + text + "]")
+            raise FilterError(f"{text.upper()} is a reserved word, not a name ({where})",
+                              position=_position(token))
+        if self.dialect.lexicon == "sql" and not _is_regular_identifier(text):
+            raise FilterError(
+                f"{_shorten(text)!r} is not a regular identifier: one starts with a letter and "
+                "holds only letters, digits and '_' (§6.4.4.6); delimit it: "
+                f"[{_shorten(text)}]",
+                position=_position(token))
+        return text
 
 
 def _shorten(text: str, width: int = 40) -> str:
@@ -257,8 +278,107 @@ def _shorten(text: str, width: int = 40) -> str:
 def _name(token: Token) -> str:
     """An identifier's text; delimited ones lose their brackets and escapes (§6.4.4.6)."""
     if token.type == "DELIMITED_IDENTIFIER":
+        _refuse_control(token, "[delimited name]", "control characters are not permitted",
+                        "§6.4.4.6")
         return token[1:-1].replace("]]", "]").replace("[[", "[")
     return str(token)
+
+
+_CONTROL_NAMES: Final[dict[str, str]] = {
+    "\x00": "NUL", "\t": "TAB", "\n": "LF", "\x0b": "VT", "\x0c": "FF", "\r": "CR",
+    "\x1b": "ESC", "\x7f": "DEL",
+}
+
+
+def _refuse_control(token: Token, what: str, rule: str, section: str) -> None:
+    """Name the first control character inside a token and where it is.
+
+    Nothing before it in the token is a line break (that would be the first), so
+    its line is the token's and its column the token's plus its index.
+    """
+    for index, char in enumerate(str(token)):
+        if unicodedata.category(char) == "Cc":
+            name = f"U+{ord(char):04X}"
+            if char in _CONTROL_NAMES:
+                name += f" ({_CONTROL_NAMES[char]})"
+            position = SourcePosition(token.line or 1, (token.column or 1) + index,
+                                      (token.start_pos or 0) + index)
+            raise FilterError(
+                f"control character {name} inside a {what}, character {index + 1} of it "
+                f"({rule}, {section})",
+                position=position)
+
+
+def _is_regular_identifier(text: str) -> bool:
+    """§6.4.4.6: regular_identifier ::= <letter> {<letter> | <underscore> | <digit>}."""
+    return text[:1].isalpha() and all(c.isalpha() or c.isdecimal() or c == "_" for c in text)
+
+
+_SQL_NUMBER: Final = re.compile(r"\d+(?:\.\d+(?:[eE][+-]?\d+)?)?", re.ASCII)
+_SQL_BINARY: Final = re.compile(r"0x[0-9A-F]+", re.ASCII)
+_JAVA_OCTAL: Final = re.compile(r"0[0-7]+", re.ASCII)
+_POINT: Final = re.compile(r"(\d*)\.(\d*)(.*)", re.ASCII)
+
+
+def _check_sql_number(text: str, token: Token) -> None:
+    """Hold a number to §6.4.4.2.1-3's productions; say which one it misses."""
+    if _SQL_NUMBER.fullmatch(text):
+        return
+    if text[-1] in "lLfFdD":
+        fix = text[:-1]
+        reason = f"the suffix {text[-1]!r} is Java (JMS) syntax, not §6.4.4.2"
+    elif "." not in text:
+        mantissa, _, exponent = text.lower().partition("e")
+        fix = f"{mantissa}.0E{exponent}"
+        reason = "an approximate constant's coefficient is a decimal constant (§6.4.4.2.3)"
+    else:
+        whole, fraction, rest = _POINT.fullmatch(text).groups()  # type: ignore[union-attr]
+        fix = f"{whole or '0'}.{fraction or '0'}{rest}"
+        reason = "a decimal constant has digits on both sides of the point (§6.4.4.2.2)"
+    raise FilterError(f"number {_shorten(text)}: {reason}; write {_shorten(fix)}",
+                      position=_position(token))
+
+
+def _integer_constant(digits: str, base: int, token: Token) -> int:
+    """An integer up to 2^64-1 (§6.4.4.2.1): a long, or a ulong above 2^63-1."""
+    digits = digits.lstrip("0") or "0"  # int() refuses more than 4300 digits
+    value = int(digits, base) if len(digits) <= 22 else ULONG_MAX + 1
+    if value > ULONG_MAX:
+        raise FilterError(
+            f"integer constant {_shorten(str(token))} is out of range (the largest is 2^64-1)",
+            position=_position(token))
+    return ulong(value) if value > 2**63 - 1 else value
+
+
+def _java_number(text: str, token: Token) -> int | float:
+    """A Java integer or floating-point literal, as JMS §3.8.1.1 says selectors write them.
+
+    ``010`` is octal and ``10L`` a long; ``1.5f`` is a float, so it is rounded to
+    single precision (as Java widens it), ``1.5d`` and ``7.``/``.5``/``7E3`` doubles.
+    """
+    suffix = text[-1] if text[-1] in "lLfFdD" else ""
+    body = text[:-1] if suffix else text
+    floating = suffix in ("f", "F", "d", "D") or "." in body or "e" in body.lower()
+    if not floating:
+        if len(body) > 1 and body[0] == "0":
+            if not _JAVA_OCTAL.fullmatch(body):
+                raise FilterError(
+                    f"integer {_shorten(text)}: a leading 0 makes a Java integer literal octal "
+                    "(JMS §3.8.1.1), and 8 and 9 are not octal digits",
+                    position=_position(token))
+            return _integer_constant(body, 8, token)
+        return _integer_constant(body, 10, token)
+    if suffix in ("l", "L"):
+        raise FilterError(f"number {_shorten(text)}: 'L' marks an integer, and this has a "
+                          "point or an exponent (JMS §3.8.1.1)", position=_position(token))
+    value = _float_constant(body, token)
+    if suffix in ("f", "F"):
+        try:
+            value = struct.unpack("<f", struct.pack("<f", value))[0]
+        except OverflowError:
+            raise FilterError(f"number {_shorten(text)} is beyond the range of a float",
+                              position=_position(token)) from None
+    return value
 
 
 def _unknown_field(section: Section, name: str) -> str:
@@ -393,6 +513,8 @@ def parse(text: str, dialect: Dialect = AMQP_SQL, limits: Limits = DEFAULT_LIMIT
         raise FilterError(f"expression is {len(text)} characters long; the limit is "
                           f"{limits.max_sql_length}", limit=True)
     if not text.strip():
+        if dialect.empty_matches_all:  # JMS §3.8.1.1: an empty selector is no selector
+            return ast.Literal(True)
         raise FilterError("the expression is empty")
     try:
         root = cast(ast.Expr, _parser(dialect).parse(text))
@@ -403,3 +525,33 @@ def parse(text: str, dialect: Dialect = AMQP_SQL, limits: Limits = DEFAULT_LIMIT
                           limit=error.limit) from None
     _check_limits(root, text, limits)
     return root
+
+
+_PREDICATES: Final = (ast.Compare, ast.IsNull, ast.Like, ast.In, ast.Between, ast.Exists,
+                      ast.Field, ast.Alias)
+
+
+def check_filter(root: ast.Expr, text: str, dialect: Dialect) -> None:
+    """What a whole filter must be beyond an expression: in JMS (§3.8.1.1) "a selector
+    is a conditional expression": every operand of AND, OR and NOT, and the whole, is
+    a predicate, a boolean literal or an identifier (a boolean property to JMS),
+    never a number, string or NULL. (:func:`parse` reads any expression, which the
+    printer and the tests rely on.)"""
+    if not dialect.conditional_only:
+        return
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.And | ast.Or):
+            stack.extend(node.operands)
+        elif isinstance(node, ast.Not):
+            stack.append(node.operand)
+        elif not isinstance(node, _PREDICATES) and not (
+                isinstance(node, ast.Literal) and isinstance(node.value, bool)):
+            from filtex_proton.sql.printer import to_sql
+
+            raise FilterError(
+                f"{_shorten(to_sql(node))} is not a condition: a JMS selector is a conditional "
+                "expression (JMS §3.8.1.1), such as a comparison, and its AND, OR and NOT "
+                "operands are conditions too",
+                position=node.pos, source=text)

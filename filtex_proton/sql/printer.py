@@ -34,11 +34,15 @@ _KEYWORDS = {
 }
 
 
-def _name(text: str) -> str:
-    """A regular identifier when it is one, else a [delimited] one (§6.4.4.6)."""
-    regular = text and (text[0].isalpha() or text[0] in "_$") and all(
-        c.isalnum() or c in "_$" for c in text)
-    if regular and text.upper() not in _KEYWORDS and text.isidentifier():
+def _name(text: str, dialect: Dialect) -> str:
+    """A regular identifier when it is one in the dialect, else a [delimited] one (§6.4.4.6)."""
+    if dialect.lexicon == "sql":  # <letter> {<letter> | <underscore> | <digit>}
+        regular = text[:1].isalpha() and all(
+            c.isalpha() or c.isdecimal() or c == "_" for c in text)
+    else:
+        regular = bool(text) and (text[0].isalpha() or text[0] in "_$") and all(
+            c.isalnum() or c in "_$" for c in text) and text.isidentifier()
+    if regular and text.upper() not in _KEYWORDS:
         return text
     return "[" + text.replace("[", "[[").replace("]", "]]") + "]"
 
@@ -79,7 +83,7 @@ def _literal(value: Any, dialect: Dialect) -> str:
 
 def _field(node: ast.Field, dialect: Dialect) -> str:
     if node.section is Section.APPLICATION_PROPERTIES:
-        text = _name(node.name)
+        text = _name(node.name, dialect)
         if text == node.name and node.name in dialect.aliases:
             text = "[" + node.name + "]"  # a property that shares a JMS header's name
         if text == node.name and node.path and isinstance(node.path[0], ast.Key) and (
@@ -87,11 +91,11 @@ def _field(node: ast.Field, dialect: Dialect) -> str:
         ):
             text = "a." + text  # 'h.x' would read as the header section
     else:
-        name = node.name if node.name in _HYPHEN_NAMES else _name(node.name)
+        name = node.name if node.name in _HYPHEN_NAMES else _name(node.name, dialect)
         text = f"{_SECTION_PREFIX[node.section]}.{name}"
     for reference in node.path:
         if isinstance(reference, ast.Key):
-            text += "." + _name(reference.name)
+            text += "." + _name(reference.name, dialect)
         else:
             index = _operand(reference.index, dialect)
             if index.endswith("]") or index.startswith("["):

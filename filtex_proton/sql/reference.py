@@ -14,7 +14,7 @@ from filtex_proton.amqp.types import HEADER_DEFAULTS, Kind, kind_of
 from filtex_proton.amqp.view import MISSING, MessageView, Section
 from filtex_proton.sql import ast, values
 from filtex_proton.sql.dialects import AMQP_SQL, Dialect
-from filtex_proton.sql.functions import FUNCTIONS
+from filtex_proton.sql.functions import understood
 from filtex_proton.sql.like import LikeError, compile_like
 
 __all__ = ["interpret", "interpret_truth"]
@@ -145,13 +145,14 @@ def interpret(node: ast.Expr, view: MessageView, dialect: Dialect = AMQP_SQL) ->
             return values.concat_or_add(value(left), value(right))
         case ast.Binary(op=op, left=left, right=right):
             return values.arithmetic(op, value(left), value(right))
-        case ast.Call(vendor=vendor) if vendor is not None:
-            return None
-        case ast.Call(name=name, args=args):
+        case ast.Call(name=name, vendor=vendor, args=args):
+            function = understood(name, vendor)
+            if function is None:  # §6.4.4.3: not understood, NULL; arguments not evaluated
+                return None
             evaluated = [value(a) for a in args]
             if any(v is None for v in evaluated):
                 return None
-            return FUNCTIONS[name].apply(*evaluated)
+            return function.apply(*evaluated)
     raise TypeError(f"not an expression: {node!r}")
 
 

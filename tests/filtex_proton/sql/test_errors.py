@@ -59,9 +59,9 @@ MISTAKES = [
      "syntax error: unexpected ')'; expected an expression", 1, 7, "      ^"),
     ("§6.4.3.3 trailing comma in IN list", "a IN (1,", A,
      "syntax error: unexpected end of expression; expected an expression", 1, 9, "        ^"),
-    ("§6.4.4.3 unknown function", "foo(1) = 1", A,
-     "unknown function foo(); the functions are DATE, LEFT, LOWER, RIGHT, SUBSTRING, UPPER, "
-     "UTC, and vendor functions take a prefix such as acme:foo(...)", 1, 1, "^"),
+    # an unknown function is NULL (§6.4.4.3), no longer an error; its arguments must parse
+    ("§6.4.4.3 the arguments of an unknown function must parse", "foo(1 +) = 1", A,
+     "syntax error: unexpected ')'; expected an expression", 1, 8, "       ^"),
     ("§6.4.4.3.3 LEFT with one argument", "LEFT('a') = 'a'", A,
      "LEFT() takes 2 argument(s), not 1", 1, 1, "^"),
     ("§6.4.4.3.5 SUBSTRING with four arguments", "x = 1 OR SUBSTRING(s, 1, 2, 3) = 'a'", A,
@@ -107,10 +107,37 @@ MISTAKES = [
      "syntax error: unterminated [delimited name]: no closing ]", 1, 1, "^"),
     ("§6.4.4.6 unterminated delimited map key", "x.[y = 1", A,
      "syntax error: unterminated [delimited name]: no closing ]", 1, 3, "  ^"),
+    # named, with its position: not "unterminated", which sent users looking elsewhere
     ("§6.4.4.6 control character in a delimited identifier", "[a\x01b] = 1", A,
-     "syntax error: unterminated [delimited name]: no closing ]", 1, 1, "^"),
+     "control character U+0001 inside a [delimited name], character 3 of it "
+     "(control characters are not permitted, §6.4.4.6)", 1, 3, "  ^"),
     ("§6.4.4.6 C1 control character in a delimited identifier", "[a\x85b] = 1", A,
+     "control character U+0085 inside a [delimited name], character 3 of it "
+     "(control characters are not permitted, §6.4.4.6)", 1, 3, "  ^"),
+    ("§6.4.4.6 line feed in a delimited identifier", "x = 1 OR\n [a\nb] = 1", A,
+     "control character U+000A (LF) inside a [delimited name], character 3 of it "
+     "(control characters are not permitted, §6.4.4.6)", 2, 4, "   ^"),
+    ("§6.4.4.6 an unclosed [ is still unterminated", "[ab = 1", A,
      "syntax error: unterminated [delimited name]: no closing ]", 1, 1, "^"),
+    ("§6.4.4.2.5 carriage return in a string", "s = 'a\rb'", A,
+     "control character U+000D (CR) inside a string constant, character 3 of it "
+     "(any valid printable Unicode characters, §6.4.4.2.5)", 1, 7, "      ^"),
+    ("§6.4.4.2.2 decimal without digits after the point", "x = 7.", A,
+     "number 7.: a decimal constant has digits on both sides of the point (§6.4.4.2.2); "
+     "write 7.0", 1, 5, "    ^"),
+    ("§6.4.4.2.6 lower-case hex digits", "b = 0x0a", A,
+     "binary constant 0x0a is not '0x' followed by the hex digits 0-9 and A-F (§6.4.4.2.6); "
+     "write 0x0A", 1, 5, "    ^"),
+    ("§6.4.4.6 identifier starting with $", "x = 1 AND $y = 2", A,
+     "'$y' is not a regular identifier: one starts with a letter and holds only letters, "
+     "digits and '_' (§6.4.4.6); delimit it: [$y]", 1, 11, "          ^"),
+    ("§6.4.4.6 reserved word as a name", "between = 1", A,
+     "BETWEEN is a reserved word, not a name (§6.4.4.6; delimit it: [between])", 1, 1, "^"),
+    ("JMS §3.8.1.1 reserved word as a name", "x = 1 OR Like = 2", J,
+     "LIKE is a reserved word, not a name (JMS §3.8.1.1)", 1, 10, "         ^"),
+    ("JMS §3.8.1.1 8 is no octal digit", "x = 08", J,
+     "integer 08: a leading 0 makes a Java integer literal octal (JMS §3.8.1.1), and 8 and 9 "
+     "are not octal digits", 1, 5, "    ^"),
     ("§6.4.2.2 dangling AND", "a = 1 AND", A,
      "syntax error: unexpected end of expression; expected an expression", 1, 10,
      "         ^"),

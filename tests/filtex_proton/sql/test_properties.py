@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import string
+import unicodedata
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
@@ -182,6 +183,8 @@ def literals(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.Lit
         st.just(math.inf), st.just(math.nan))
     strings = texts if evaluation else st.one_of(
         texts, st.text(st.characters(exclude_categories=["Cs"])))
+    if dialect.lexicon == "sql":  # §6.4.4.2.5: "printable Unicode characters" only
+        strings = strings.map(_printable)
     options = [ints, floats_, strings, st.booleans(), st.none()]
     if dialect is AMQP_SQL:  # digits '.' digits: a non-negative exponent never comes out
         options.append(st.builds(
@@ -189,6 +192,11 @@ def literals(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.Lit
             st.integers(0, 10**34 - 1), st.integers(1, 34)))
         options.append(st.binary(min_size=1, max_size=4))
     return st.one_of(options).map(ast.Literal)
+
+
+def _printable(text: str) -> str:
+    """The text without control characters, which §6.4.4.2.5 keeps out of strings."""
+    return "".join(c for c in text if unicodedata.category(c) != "Cc")
 
 
 def _index_expressions(dialect: Dialect) -> st.SearchStrategy[ast.Expr]:
@@ -235,6 +243,9 @@ def _leaves(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.Expr
         st.just(ast.Call("UTC")),
         st.sampled_from(ISO_STRINGS[:3]).map(lambda s: ast.Call("DATE", (ast.Literal(s),))),
         st.builds(lambda v, n: ast.Call(n, (), vendor=v), vendor_words, vendor_words),
+        # §6.4.4.3: an unprefixed function this broker does not understand is NULL
+        st.builds(ast.Call, vendor_words.filter(lambda w: w.upper() not in sql_functions.FUNCTIONS),
+                  st.lists(constants, max_size=2).map(tuple)),
     )
     return st.one_of(constants, references, references, rare)  # one_of weighs branches evenly
 
@@ -258,20 +269,24 @@ def _render_pattern(tokens: list[tuple[str, str]], escape: str | None) -> str:
     return "".join(out)
 
 
-def _like_parts(inner: st.SearchStrategy[ast.Expr]) -> st.SearchStrategy[Any]:
-    """Pattern and escape; constant ones are valid, as the parser insists (§6.4.3.2)."""
+def _like_parts(inner: st.SearchStrategy[ast.Expr], dialect: Dialect) -> st.SearchStrategy[Any]:
+    """Pattern and escape; constant ones are valid, as the parser insists (§6.4.3.2).
+    AMQP SQL strings hold no control characters (§6.4.4.2.5): no newline there."""
     escape_chars = st.sampled_from([None, "!", "\\", "%", "_", "\U0001d538"])
+    tokens = _PATTERN_TOKENS if dialect.lexicon == "java" else [
+        t for t in _PATTERN_TOKENS if t != ("char", "\n")]
+    alphabet = LIKE_ALPHABET if dialect.lexicon == "java" else LIKE_ALPHABET.replace("\n", "")
     constant = st.builds(
         lambda escape, tokens: (ast.Literal(_render_pattern(tokens, escape)),
                                 None if escape is None else ast.Literal(escape)),
-        escape_chars, st.lists(st.sampled_from(_PATTERN_TOKENS), max_size=6))
+        escape_chars, st.lists(st.sampled_from(tokens), max_size=6))
     constant_escape = escape_chars.map(lambda e: None if e is None else ast.Literal(e))
     # a computed escape is never checked at definition time: keep constants out of it
     computed = inner.map(lambda e: ast.Unary("+", e) if isinstance(e, ast.Literal) else e)
     return st.one_of(
         constant,
         st.tuples(computed, st.one_of(constant_escape, computed)),
-        st.tuples(st.text(alphabet=LIKE_ALPHABET, max_size=4).map(ast.Literal), computed),
+        st.tuples(st.text(alphabet=alphabet, max_size=4).map(ast.Literal), computed),
     )
 
 
@@ -303,7 +318,7 @@ def expressions(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.
             st.builds(ast.Not, inner),
             st.builds(ast.IsNull, inner, negated=st.booleans()),
             st.builds(lambda o, pe, neg: ast.Like(o, pe[0], pe[1], negated=neg),
-                      inner, _like_parts(inner), st.booleans()),
+                      inner, _like_parts(inner, dialect), st.booleans()),
             st.builds(ast.In, inner, st.lists(inner, min_size=1, max_size=3).map(tuple),
                       negated=st.booleans()),
             st.builds(ast.Between, inner, inner, inner, negated=st.booleans()),
@@ -323,7 +338,7 @@ def expressions(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.
             st.builds(ast.Not, inner),
             st.builds(ast.IsNull, inner, negated=st.booleans()),
             st.builds(lambda o, pe, neg: ast.Like(o, pe[0], pe[1], negated=neg),
-                      inner, _like_parts(inner), st.booleans()),
+                      inner, _like_parts(inner, dialect), st.booleans()),
             st.builds(ast.In, inner, st.lists(inner, min_size=1, max_size=3).map(tuple),
                       negated=st.booleans()),
             st.builds(ast.Between, inner, inner, inner, negated=st.booleans()),
