@@ -127,6 +127,11 @@ def _code_name(code: int) -> str:
     return _CODE_NAMES.get(code, f"format code 0x{code:02x}")
 
 
+def _shown(key: Any) -> str:
+    """A map key as a description shows it: a string or symbol quoted, a number as is."""
+    return repr(str(key)) if isinstance(key, str) else str(key)
+
+
 def _type_name(value: Any) -> str:
     return _TYPE_NAMES.get(type(value), type(value).__name__)
 
@@ -265,12 +270,12 @@ def _map(key_codes: frozenset[int], key_text: str, simple: bool
                     pos += 1
                 elif code in _COMPOUND_CODES:
                     if simple:
-                        raise DecodeError(
-                            f"value of {key!r} is a {_code_name(code)}, not a simple type", pos)
+                        raise DecodeError(f"value of {_shown(key)} is a {_code_name(code)}, "
+                                          "not a simple type", pos)
                     value, pos = dec[code](buf, pos + 1, 1)
                     why = _descriptors(value)
                     if why is not None:
-                        raise DecodeError(f"value of {key!r}: {why}", pos)
+                        raise DecodeError(f"value of {_shown(key)}: {why}", pos)
                     result[key] = value
                 else:
                     result[key], pos = dec[code](buf, pos + 1, 1)
