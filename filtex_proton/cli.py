@@ -12,13 +12,14 @@ import argparse
 import dataclasses
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Final, TextIO
 
 from proton import Described, symbol
 
 from filtex_proton.errors import FilterError
-from filtex_proton.filters.base import EvaluationContext
+from filtex_proton.filters.base import EvaluationContext, Filter
+from filtex_proton.filters.group import GroupFilter
 from filtex_proton.filters.registry import decode_filter
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filters.typed_json import (
@@ -159,7 +160,24 @@ def _check_sql(args: argparse.Namespace, limits: Limits, stdin: TextIO,
     print("normalised:", compiled.normalised().value, file=out)
     if args.ast and isinstance(compiled, SqlFilter):
         print(f"ast: {compiled.compiled.ast!r}", file=out)
+    _print_notes([compiled], out)
     return FilterSet({"sql": compiled}, limits)
+
+
+def _print_notes(filters: Iterable[Filter], out: TextIO) -> None:
+    """Functions that evaluate to NULL (§6.4.4.3) and forms other brokers may refuse,
+    in every SQL filter, groups included (iteratively: groups nest)."""
+    from filtex_proton.sql.portability import notes
+
+    pending = list(filters)
+    while pending:
+        item = pending.pop(0)
+        if isinstance(item, GroupFilter):
+            pending[:0] = item.members
+        elif isinstance(item, SqlFilter):
+            sql = item.compiled
+            for note in notes(sql.ast, sql.text, sql.dialect):
+                print(note.render(), file=out)
 
 
 def _check_filter_set(args: argparse.Namespace, limits: Limits, stdin: TextIO,
@@ -176,6 +194,7 @@ def _check_filter_set(args: argparse.Namespace, limits: Limits, stdin: TextIO,
     print(f"valid: filter set of {count} filter{'s' if count != 1 else ''}", file=out)
     normalised = {str(k): to_json(v) for k, v in filter_set.normalised().items()}
     print("normalised:", json.dumps(normalised, indent=2, ensure_ascii=False), sep="\n", file=out)
+    _print_notes((item for _key, item in filter_set.items()), out)
     return filter_set
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from proton import Described
+from proton import Described, symbol
 
 from filtex_proton.amqp.types import amqp_type_name
 from filtex_proton.amqp.view import Section
@@ -126,7 +126,10 @@ ALL_CAPABILITIES: Final[tuple[str, ...]] = tuple(
 
 
 def lookup(descriptor: Any) -> FilterType | None:
-    """The type a descriptor names: a symbol (or str), or a ulong (or any int)."""
+    """The type a descriptor names: a symbol (or str), or a ulong (or any int).
+
+    Lenient on purpose, for callers naming a type; a filter on the wire with a
+    string descriptor is refused before it gets here (:func:`decode_filter`)."""
     if isinstance(descriptor, str):
         return _BY_NAME.get(str(descriptor))
     if isinstance(descriptor, int) and not isinstance(descriptor, bool):
@@ -172,6 +175,11 @@ def _start(value: Any, limits: Limits, stack: list[_Pending]) -> Filter | None:
     try:
         if not isinstance(value, Described):
             raise FilterError(f"expected a described filter, not a {amqp_type_name(value)}")
+        if isinstance(value.descriptor, str) and not isinstance(value.descriptor, symbol):
+            raise FilterError(
+                f"the descriptor {describe_descriptor(value.descriptor)!r} is a string; "
+                "AMQP 1.0 part 1 §1.5 reserves every descriptor but a symbol or a ulong, so "
+                "a string is not read as the symbol it spells")
         filter_type = lookup(value.descriptor)
         if filter_type is None:
             raise FilterError(f"unknown filter type {describe_descriptor(value.descriptor)}")

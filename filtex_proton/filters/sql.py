@@ -8,6 +8,7 @@ usual reason for an unexpected NULL.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Final
 
 from proton import Described, symbol
@@ -24,6 +25,9 @@ __all__ = ["SqlFilter", "sql_decoder"]
 
 #: How many absent fields a NULL reason names at most.
 _MAX_NAMED: Final = 5
+
+log = logging.getLogger("filtex_proton.sql")
+log.addHandler(logging.NullHandler())  # a library: the application decides where logs go
 
 
 class SqlFilter(FilterBase):
@@ -76,6 +80,16 @@ def _dialect(name: str) -> Dialect:
     return dialect
 
 
+def _log_null_functions(compiled: CompiledSql) -> None:
+    """§6.4.4.3 makes a function we do not understand NULL, not an error; a filter
+    with one is accepted but rarely does what its writer meant, so say so."""
+    from filtex_proton.sql.portability import notes
+
+    for note in notes(compiled.ast, compiled.text, compiled.dialect):
+        if note.kind == "null-function":
+            log.warning("event=null-function filter=%r %s", compiled.text[:200], note.render())
+
+
 def sql_decoder(dialect: str) -> LeafDecoder:
     """The registry's decoder for SQL text in ``dialect`` ("amqp" or "jms").
 
@@ -94,6 +108,7 @@ def sql_decoder(dialect: str) -> LeafDecoder:
         except RecursionError:
             raise FilterError("expression is too deeply nested", limit=True) from None
         check_filter(compiled.ast, compiled.text, compiled.dialect)
+        _log_null_functions(compiled)
         return SqlFilter(ctx.descriptor, value, ctx.type_name, compiled)
 
     return decode

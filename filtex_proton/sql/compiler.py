@@ -43,9 +43,16 @@ def _constant(value: Any) -> Evaluator:
     return lambda view: value
 
 
+def _entries(value: Any) -> Any:
+    """The map a map reference looks into: a described map's too, as a positional
+    reference looks into a described list (§6.4.4.5)."""
+    return value.value if kind_of(value) is Kind.DESCRIBED else value
+
+
 def _step(value: Any, reference: ast.Reference, index: Any) -> Any:
     """One map or positional reference applied to a value (§6.4.4.5); NULL if it misses."""
     if isinstance(reference, ast.Key):
+        value = _entries(value)
         return value.get(reference.name) if isinstance(value, dict) else None
     if value is None or index is None or kind_of(index) is not Kind.INTEGER:
         return None
@@ -173,6 +180,7 @@ class _Compiler:
                 return False
             for reference, index in steps:
                 if isinstance(reference, ast.Key):
+                    value = _entries(value)
                     if not isinstance(value, dict) or reference.name not in value:
                         return False
                     value = value[reference.name]

@@ -42,6 +42,8 @@ def _follow(node: ast.Field, view: MessageView, dialect: Dialect) -> Any:
         return _MISS
     for reference in node.path:
         if isinstance(reference, ast.Key):
+            if kind_of(value) is Kind.DESCRIBED:  # as _element does for a described list
+                value = value.value
             if not isinstance(value, dict) or reference.name not in value:
                 return _MISS
             value = value[reference.name]
