@@ -22,7 +22,7 @@ import bisect
 import enum
 import math
 import struct
-from collections.abc import Hashable, Iterator
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
 
@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from filtex_proton.sql import ast as sql_ast
 
 __all__ = [
-    "ALWAYS", "NEVER", "Atom", "Condition", "FieldEquals", "FieldExists", "FieldNotNull", "FieldNull",
-    "FieldPrefix", "FieldRange", "FieldRef", "MatcherStats", "NodeMatch", "NodeMatcher",
-    "Verdict", "decompose", "holds", "value_key", "verdict",
+    "ALWAYS", "NEVER", "Atom", "Condition", "FieldEquals", "FieldExists", "FieldNotNull",
+    "FieldNull", "FieldPrefix", "FieldRange", "FieldRef", "MatcherStats", "NodeMatch",
+    "NodeMatcher", "Verdict", "decompose", "holds", "value_key", "verdict",
 ]
 
 K = TypeVar("K", bound=Hashable)
@@ -589,8 +589,53 @@ def _between(node: sql_ast.Between, want: bool) -> Condition:
 # ----------------------------------------------------------------------------- the index
 
 
+def _exact(filter_set: FilterSet) -> bool:
+    """Whether the index's condition *is* the set (not just implied by it), so that a hit
+    is a match without evaluating: one filter (no budget between filters) testing string
+    equality, IN over strings, a prefix, or a binding key, on one plain field."""
+    if len(filter_set) != 1:
+        return False
+    ((_key, item),) = filter_set.items()
+    if isinstance(item, DirectBinding):
+        return True
+    if isinstance(item, PropertyFilter):
+        return all(reference is None or (
+            kind_of(reference) in _TEXT and not (
+                kind_of(reference) is Kind.STRING and reference.startswith("&")
+                and not reference.startswith(("&p:", "&&"))))
+            for reference in item.value.values())
+    if not isinstance(item, SqlFilter):
+        return False
+    from filtex_proton.sql import ast
+
+    node, dialect = item.compiled.ast, item.compiled.dialect
+    if isinstance(node, ast.Compare) and node.op == "=":
+        pair = (node.left, node.right)
+        if _plain(pair[0]) is None:
+            pair = (node.right, node.left)
+        constants = [pair[1]] if _plain(pair[0]) is not None else []
+    elif isinstance(node, ast.In) and not node.negated and _plain(node.operand) is not None:
+        constants = list(node.items)
+    elif (isinstance(node, ast.Like) and not node.negated and node.escape is None
+          and _plain(node.operand) is not None):
+        pattern = _constant(node.pattern)
+        return isinstance(pattern, str) and "_" not in pattern and (
+            "%" not in pattern or pattern.index("%") == len(pattern) - 1)
+    else:
+        return False
+    for constant in constants:
+        value = _constant(constant)
+        if value is _NO_CONSTANT or value is None or isinstance(value, Described):
+            return False
+        keys = _equal_keys(value, dialect)
+        if keys is None or any(key[0] != "s" for key in keys):  # type: ignore[index]
+            return False
+    return bool(constants)
+
+
 class _Registration(Generic[K]):
-    __slots__ = ("always", "candidate", "entries", "key", "link_filter", "seq", "since")
+    __slots__ = ("always", "candidate", "entries", "exact", "key", "link_filter", "seq",
+                 "since")
 
     def __init__(self, key: K, link_filter: LinkFilter | None, seq: int, since: int) -> None:
         self.key = key
@@ -600,6 +645,8 @@ class _Registration(Generic[K]):
         self.candidate = 0
         self.entries: list[_Entry[K]] = []
         self.always = False
+        self.exact = False
+        """A hit is a match: counted as an evaluation that matched, without evaluating."""
 
 
 class _Entry(Generic[K]):
@@ -616,40 +663,51 @@ class _Entry(Generic[K]):
 
 
 Bucket: TypeAlias = "dict[_Entry[Any], None]"
+_NO_ENTRIES: Final[tuple[_Entry[Any], ...]] = ()
 
 
 class _Slot:
-    """The entries anchored on one field (section, key): one read per message."""
+    """The entries anchored on one field (section, key): one read per message.
 
-    __slots__ = ("default", "equals", "exists", "highs", "key", "lengths", "lows", "notnull",
-                 "null", "prefixes", "section", "size")
+    Equality under the SQL rules is the common case and has its own dict, so
+    that a slot holding only such entries costs one lookup (``simple``).
+    """
+
+    __slots__ = ("default", "eq_prop", "eq_sql", "exists", "highs", "key", "lows", "notnull",
+                 "null", "prefix_lengths", "prefixes", "section", "simple", "size")
 
     def __init__(self, section: Section, key: Any) -> None:
         self.section = section
         self.key = key
         self.default = HEADER_DEFAULTS.get(key) if section is Section.HEADER else None
-        self.equals: dict[str, dict[Hashable, Bucket]] = {}
-        self.prefixes: dict[str, dict[str, Bucket]] = {}
-        self.lengths: dict[str, dict[int, int]] = {}
+        self.eq_sql: dict[Hashable, Bucket] = {}
+        self.eq_prop: dict[Hashable, Bucket] = {}
+        self.prefixes: dict[tuple[str, str], Bucket] = {}
+        self.prefix_lengths: dict[tuple[str, int], int] = {}
         self.lows: list[tuple[float, int, _Entry[Any]]] = []
         self.highs: list[tuple[float, int, _Entry[Any]]] = []
         self.null: Bucket = {}
         self.notnull: Bucket = {}
         self.exists: Bucket = {}
         self.size = 0
+        self.simple = True
+
+    def _update(self) -> None:
+        self.simple = not (self.eq_prop or self.prefixes or self.lows or self.highs
+                           or self.null or self.notnull or self.exists)
 
     def add(self, entry: _Entry[Any]) -> None:
         atom = entry.anchor
         self.size += 1
         if type(atom) is FieldEquals:
-            by_key = self.equals.setdefault(atom.field.rules, {})
+            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
             for key in atom.keys:
                 by_key.setdefault(key, {})[entry] = None
         elif type(atom) is FieldPrefix:
             rules = atom.field.rules
-            self.prefixes.setdefault(rules, {}).setdefault(atom.prefix, {})[entry] = None
-            lengths = self.lengths.setdefault(rules, {})
-            lengths[len(atom.prefix)] = lengths.get(len(atom.prefix), 0) + 1
+            self.prefixes.setdefault((rules, atom.prefix), {})[entry] = None
+            length = (rules, len(atom.prefix))
+            self.prefix_lengths[length] = self.prefix_lengths.get(length, 0) + 1
         elif type(atom) is FieldRange:
             if atom.low is not None:
                 bisect.insort(self.lows, (atom.low, entry.sort, entry))
@@ -658,12 +716,13 @@ class _Slot:
                 bisect.insort(self.highs, (atom.high, entry.sort, entry))
         else:
             self._bucket(atom)[entry] = None
+        self._update()
 
     def remove(self, entry: _Entry[Any]) -> None:
         atom = entry.anchor
         self.size -= 1
         if type(atom) is FieldEquals:
-            by_key = self.equals[atom.field.rules]
+            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
             for key in atom.keys:
                 bucket = by_key[key]
                 del bucket[entry]
@@ -671,50 +730,56 @@ class _Slot:
                     del by_key[key]
         elif type(atom) is FieldPrefix:
             rules = atom.field.rules
-            buckets = self.prefixes[rules]
-            del buckets[atom.prefix][entry]
-            if not buckets[atom.prefix]:
-                del buckets[atom.prefix]
-            lengths = self.lengths[rules]
-            lengths[len(atom.prefix)] -= 1
-            if not lengths[len(atom.prefix)]:
-                del lengths[len(atom.prefix)]
+            bucket = self.prefixes[(rules, atom.prefix)]
+            del bucket[entry]
+            if not bucket:
+                del self.prefixes[(rules, atom.prefix)]
+            length = (rules, len(atom.prefix))
+            self.prefix_lengths[length] -= 1
+            if not self.prefix_lengths[length]:
+                del self.prefix_lengths[length]
         elif type(atom) is FieldRange:
             ranges = self.lows if atom.low is not None else self.highs
             bound = atom.low if atom.low is not None else atom.high
             del ranges[bisect.bisect_left(ranges, (bound, entry.sort))]
         else:
             del self._bucket(atom)[entry]
+        self._update()
 
     def _bucket(self, atom: Atom) -> Bucket:
         if type(atom) is FieldNull:
             return self.null
         return self.notnull if type(atom) is FieldNotNull else self.exists
 
-    def hits(self, raw: Any) -> Iterator[_Entry[Any]]:
-        """The entries whose anchor holds for this field value."""
+    def hits(self, raw: Any) -> Any:
+        """The entries whose anchor holds for this field value (an iterable)."""
         value = self.default if raw is MISSING else raw
+        if self.simple:
+            if type(value) is str:
+                return self.eq_sql.get(("s", value), _NO_ENTRIES)
+            key = value_key(value, "sql")
+            return _NO_ENTRIES if key is None else self.eq_sql.get(key, _NO_ENTRIES)
+        found: list[_Entry[Any]] = []
         if raw is not MISSING:
-            yield from self.exists
+            found.extend(self.exists)
         if value is None:
-            yield from self.null
-            return
-        yield from self.notnull
-        for rules, by_key in self.equals.items():
-            key = value_key(value, rules)  # type: ignore[arg-type]
+            found.extend(self.null)
+            return found
+        found.extend(self.notnull)
+        if self.eq_sql:
+            key = value_key(value, "sql")
             if key is not None:
-                bucket = by_key.get(key)
-                if bucket:
-                    yield from bucket
-        for rules, buckets in self.prefixes.items():
-            text = _text(value, rules)  # type: ignore[arg-type]
-            if text is not None:
-                size = len(text)
-                for length in self.lengths[rules]:
-                    if length <= size:
-                        bucket = buckets.get(text[:length])
-                        if bucket:
-                            yield from bucket
+                found.extend(self.eq_sql.get(key, _NO_ENTRIES))
+        if self.eq_prop:
+            key = value_key(value, "property")
+            if key is not None:
+                found.extend(self.eq_prop.get(key, _NO_ENTRIES))
+        if self.prefixes:
+            texts = {"sql": _text(value, "sql"), "property": _text(value, "property")}
+            for rules, length in self.prefix_lengths:
+                text = texts[rules]
+                if text is not None and length <= len(text):
+                    found.extend(self.prefixes.get((rules, text[:length]), _NO_ENTRIES))
         if self.lows or self.highs:
             number = _number(value)
             if number is not None:
@@ -722,10 +787,10 @@ class _Slot:
                         self.lows, (number, math.inf))]:
                     high = entry.anchor.high  # type: ignore[union-attr]
                     if high is None or number <= high:
-                        yield entry
-                for _high, _sort, entry in self.highs[bisect.bisect_left(
-                        self.highs, (number, -1)):]:
-                    yield entry
+                        found.append(entry)
+                found.extend(entry for _high, _sort, entry in self.highs[bisect.bisect_left(
+                    self.highs, (number, -1)):])
+        return found
 
 
 @dataclass(slots=True)
@@ -747,7 +812,7 @@ class NodeMatch(Generic[K]):
     over_budget: tuple[K, ...]
     """Evaluated, but out of budget: not a "no" (a queue may try again later)."""
     evaluated: int
-    """How many sets were evaluated; the others were ruled out by the index."""
+    """How many sets were candidates (evaluated, or matched exactly by the index)."""
 
     def verdict(self, key: K) -> Verdict:
         if key in self.matched:
@@ -763,9 +828,15 @@ class NodeMatcher(Generic[K]):
     message, a topic calls :meth:`match` (every link whose set is TRUE); a
     queue calls :meth:`candidates` and then :meth:`verdict` on candidates with
     credit until one matches. Keys are whatever the node keeps per link.
+
+    A set the index decides exactly (string equality and the like, see
+    :func:`_exact`) is counted in its stats as evaluated and matched without
+    running its ``matches``; ``always_evaluate=True`` runs it anyway (for a
+    container whose ``LinkFilter`` subclass times evaluations).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, always_evaluate: bool = False) -> None:
+        self.always_evaluate = always_evaluate
         self._registrations: dict[K, _Registration[K]] = {}
         self._slots: dict[tuple[Section, Any], _Slot] = {}
         self._always: dict[_Registration[K], None] = {}
@@ -787,8 +858,11 @@ class NodeMatcher(Generic[K]):
         self._seq += 1
         registration = _Registration(key, link_filter, self._seq, self.stats.messages)
         self._registrations[key] = registration
-        condition = ALWAYS if link_filter is None or link_filter.is_trivial else decompose(
-            link_filter.filter_set)
+        if link_filter is None or link_filter.is_trivial:
+            condition = ALWAYS
+        else:
+            condition = decompose(link_filter.filter_set)
+            registration.exact = not self.always_evaluate and _exact(link_filter.filter_set)
         if any(not conjunction for conjunction in condition):
             registration.always = True
             self._always[registration] = None
@@ -827,36 +901,32 @@ class NodeMatcher(Generic[K]):
         If the message or an indexed field cannot be decoded, every link is
         returned, so that evaluation counts and reports the error as before.
         """
-        self.stats.messages += 1
         found = self._found(message)
-        if len(found) > 1:
-            found.sort(key=_by_seq)
-        for registration in found:
-            registration.candidate += 1
-        self.stats.candidates += len(found)
         return tuple(r.key for r in found)
 
     def verdict(self, key: K, message: FilterMessage) -> Verdict:
-        """Evaluate one registered link (a candidate) for one message."""
+        """Evaluate one registered link for one message (always by its ``matches``: a
+        queue also asks about messages that arrived before the link did)."""
         link_filter = self._registrations[key].link_filter
         return Verdict.MATCHED if link_filter is None else verdict(link_filter, message)
 
     def match(self, message: FilterMessage) -> NodeMatch[K]:
         """Every link whose filter set is TRUE for the message (a topic's publish)."""
-        self.stats.messages += 1
         found = self._found(message)
-        if len(found) > 1:
-            found.sort(key=_by_seq)
-        self.stats.candidates += len(found)
+        exact_ok = not self._fell_back
         matched: list[K] = []
         over: list[K] = []
         for registration in found:
-            registration.candidate += 1
             link_filter = registration.link_filter
             if link_filter is None:
                 matched.append(registration.key)
                 continue
             stats = link_filter.filter_set.stats
+            if registration.exact and exact_ok:
+                stats.evaluations += 1
+                stats.matches += 1
+                matched.append(registration.key)
+                continue
             before = stats.budget_exceeded
             if link_filter.matches(message):
                 matched.append(registration.key)
@@ -864,44 +934,60 @@ class NodeMatcher(Generic[K]):
                 over.append(registration.key)
         return NodeMatch(tuple(matched), tuple(over), len(found))
 
-    def conditions(self) -> dict[K, Condition]:
-        """Each registered key's indexed condition (for tests and diagnostics)."""
-        return {key: ALWAYS if r.always else tuple((e.anchor, *e.rest) for e in r.entries)
-                for key, r in self._registrations.items()}
-
     def ruled_out(self, key: K) -> int:
         """Messages since ``key`` registered for which the index ruled it out, unevaluated."""
         registration = self._registrations[key]
         return self.stats.messages - registration.since - registration.candidate
 
+    def conditions(self) -> dict[K, Condition]:
+        """Each registered key's indexed condition (for tests and diagnostics)."""
+        return {key: ALWAYS if r.always else tuple((e.anchor, *e.rest) for e in r.entries)
+                for key, r in self._registrations.items()}
+
+    _fell_back = False
+    """Whether the last message was handed to every set (no exact shortcut then)."""
+
     def _found(self, message: FilterMessage) -> list[_Registration[K]]:
+        stats = self.stats
+        stats.messages += 1
         try:
-            view = message.view
-            found = self._indexed(view)
+            found = self._indexed(message.view)
         except Exception:  # an undecodable message or field: let every set see it
-            self.stats.fallbacks += 1
-            return list(self._registrations.values())
-        found.update(self._always)
-        return list(found)
+            stats.fallbacks += 1
+            self._fell_back = True
+            result = list(self._registrations.values())
+        else:
+            self._fell_back = False
+            if self._always:
+                found.update(self._always)
+            result = list(found)
+            if len(result) > 1:
+                result.sort(key=_by_seq)
+        for registration in result:
+            registration.candidate += 1
+        stats.candidates += len(result)
+        return result
 
     def _indexed(self, view: MessageView) -> dict[_Registration[K], None]:
         found: dict[_Registration[K], None] = {}
         cache: dict[tuple[Section, Any], Any] = {}
         for slot_key, slot in self._slots.items():
-            raw = view.field(slot.section, slot.key)
-            cache[slot_key] = raw
+            raw = cache[slot_key] = view.field(slot.section, slot.key)
             for entry in slot.hits(raw):
                 registration = entry.registration
                 if registration in found:
                     continue
-                for atom in entry.rest:
-                    ref = atom.field
-                    rest_key = (ref.section, ref.key)
-                    value = cache.get(rest_key, _UNREAD)
-                    if value is _UNREAD:
-                        value = cache[rest_key] = view.field(ref.section, ref.key)
-                    if not holds(atom, value):
-                        break
+                if entry.rest:
+                    for atom in entry.rest:
+                        ref = atom.field
+                        rest_key = (ref.section, ref.key)
+                        value = cache.get(rest_key, _UNREAD)
+                        if value is _UNREAD:
+                            value = cache[rest_key] = view.field(ref.section, ref.key)
+                        if not holds(atom, value):
+                            break
+                    else:
+                        found[registration] = None
                 else:
                     found[registration] = None
         return found

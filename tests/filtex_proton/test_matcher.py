@@ -590,3 +590,23 @@ def test_register_unregister_churn(operations: list[tuple[bool, int, dict[str, D
     for key in list(live):
         matcher.unregister(key)
     assert matcher._slots == {} and not matcher._always
+
+
+def test_an_exact_hit_is_counted_as_a_matching_evaluation() -> None:
+    calls: list[FilterMessage] = []
+
+    class Counting(LinkFilter):
+        __slots__ = ()
+
+        def matches(self, message: FilterMessage) -> bool:
+            calls.append(message)
+            return LinkFilter.matches(self, message)
+
+    for always_evaluate, evaluated in ((False, 0), (True, 1)):
+        calls.clear()
+        matcher: NodeMatcher[str] = NodeMatcher(always_evaluate=always_evaluate)
+        link = Counting(_set(_d(SQL, "a = 'x'")), None)
+        matcher.register("x", link)
+        assert matcher.match(_app(a="x")).matched == ("x",)
+        assert len(calls) == evaluated
+        assert (link.filter_set.stats.evaluations, link.filter_set.stats.matches) == (1, 1)
