@@ -10,6 +10,9 @@ What must hold:
 - the codec entry points (``scan_sections``, ``skip_value``, ``decode_value``)
   and the view (construction, ``section``, ``field``, ``has_field``, ``spans``)
   raise nothing but :class:`DecodeError`;
+- the door check (``validate_message``) raises nothing but
+  :class:`InvalidMessageError`; a message it passes reads without a
+  :class:`DecodeError` in every section, with the same values as the lazy view;
 - ``LinkFilter.matches`` on ``FiltexPlugin.message(bytes)`` returns a bool and
   never raises, whatever the bytes and whatever the filter set (SQL over every
   section, property filters, groups, Apache bindings, no-local), and bytes that
@@ -32,6 +35,7 @@ with fuzz_common.instrumented():
 
     from filtex_proton.amqp.codec import DecodeError, decode_value, skip_value
     from filtex_proton.amqp.message import RawMessageView, scan_sections
+    from filtex_proton.amqp.validate import InvalidMessageError, validate_message
     from filtex_proton.amqp.view import Section
     from filtex_proton.filterset import decode_filter_set
     from filtex_proton.plugin import FiltexPlugin, LinkFilter
@@ -79,6 +83,18 @@ def read_view(view: RawMessageView) -> None:
             view.has_field(section, key)
 
 
+def check_door(data: bytes, lazy: RawMessageView | None) -> None:
+    """The door check: InvalidMessageError or a view whose every section reads as the lazy one."""
+    try:
+        checked = validate_message(data)
+    except InvalidMessageError:
+        return
+    assert lazy is not None, "the door check passed bytes the scan refuses"
+    fresh = RawMessageView(data)
+    for section in Section:
+        assert checked.section(section) == fresh.section(section), section
+
+
 def test_one_input(data: bytes) -> None:
     for probe in (scan_sections, skip_value, decode_value):
         with contextlib.suppress(DecodeError):
@@ -88,6 +104,7 @@ def test_one_input(data: bytes) -> None:
         view = RawMessageView(data)
     if view is not None:
         read_view(view)
+    check_door(data, view)
     message = FiltexPlugin.message(data, origin=1)
     for link_filter in LINK_FILTERS:
         verdict = link_filter.matches(message)
