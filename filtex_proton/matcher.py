@@ -24,7 +24,7 @@ import math
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Generic, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
 
 from proton import Described, symbol
 
@@ -238,12 +238,17 @@ def _number(value: Any) -> float | None:
     return None if math.isnan(number) else number
 
 
+def _default(ref: FieldRef, raw: Any) -> Any:
+    """The value filters see: an absent header field reads as its default, others as null."""
+    if raw is not MISSING:
+        return raw
+    return HEADER_DEFAULTS.get(ref.key) if ref.section is Section.HEADER else None
+
+
 def holds(atom: Atom, raw: Any) -> bool:
     """Whether the atom holds for a field whose message value is ``raw`` (MISSING if absent)."""
     ref = atom.field
-    value = raw
-    if raw is MISSING:
-        value = HEADER_DEFAULTS.get(ref.key) if ref.section is Section.HEADER else None
+    value = _default(ref, raw)
     if type(atom) is FieldEquals:
         return value_key(value, ref.rules) in atom.keys
     if type(atom) is FieldPrefix:
@@ -804,8 +809,7 @@ class MatcherStats:
     """Messages whose indexed fields could not be read: every set was a candidate."""
 
 
-@dataclass(frozen=True, slots=True)
-class NodeMatch(Generic[K]):
+class NodeMatch(NamedTuple, Generic[K]):
     """The links one message goes to (a topic's answer), in registration order."""
 
     matched: tuple[K, ...]
@@ -950,8 +954,8 @@ class NodeMatcher(Generic[K]):
     def _found(self, message: FilterMessage) -> list[_Registration[K]]:
         stats = self.stats
         stats.messages += 1
-        try:
-            found = self._indexed(message.view)
+        try:  # no indexed field: the message need not even be scanned
+            found = self._indexed(message.view) if self._slots else {}
         except Exception:  # an undecodable message or field: let every set see it
             stats.fallbacks += 1
             self._fell_back = True
@@ -971,6 +975,7 @@ class NodeMatcher(Generic[K]):
     def _indexed(self, view: MessageView) -> dict[_Registration[K], None]:
         found: dict[_Registration[K], None] = {}
         cache: dict[tuple[Section, Any], Any] = {}
+        numbers: dict[tuple[Section, Any], Any] = {}
         for slot_key, slot in self._slots.items():
             raw = cache[slot_key] = view.field(slot.section, slot.key)
             for entry in slot.hits(raw):
@@ -984,7 +989,14 @@ class NodeMatcher(Generic[K]):
                         value = cache.get(rest_key, _UNREAD)
                         if value is _UNREAD:
                             value = cache[rest_key] = view.field(ref.section, ref.key)
-                        if not holds(atom, value):
+                        if type(atom) is FieldRange:  # the usual rest: its number once
+                            number = numbers.get(rest_key, _UNREAD)
+                            if number is _UNREAD:
+                                number = numbers[rest_key] = _number(_default(ref, value))
+                            if number is None or (atom.low is not None and number < atom.low) or (
+                                    atom.high is not None and number > atom.high):
+                                break
+                        elif not holds(atom, value):
                             break
                     else:
                         found[registration] = None

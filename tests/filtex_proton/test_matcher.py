@@ -407,7 +407,7 @@ values = st.recursive(_scalars, lambda inner: st.one_of(
     st.lists(inner, max_size=3),
     st.dictionaries(st.sampled_from(["k", "a"]), inner, max_size=2),
     st.lists(st.integers(-5, 5).map(int32), max_size=2).map(
-        lambda xs: Array(UNDESCRIBED, Data.INT, *xs)),
+        lambda xs: Array(cast(Any, UNDESCRIBED), Data.INT, *xs)),
     st.lists(inner, max_size=2).map(lambda xs: Described(symbol("d"), xs)),
     inner.map(lambda x: Described(symbol("d"), x)),
 ), max_leaves=4)
