@@ -20,23 +20,53 @@ from proton import Delivery, Endpoint
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
+from filtex_proton.matcher import NodeMatcher, Verdict  # filtex
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter  # filtex
 
 
 class Queue:
-    """Messages in arrival order; each consumer takes the first one its filter matches."""
+    """Messages in arrival order; each consumer takes the first one its filter matches.
+
+    The node matcher says, when a message arrives, which consumers could match it, so a
+    consumer looks only at those messages (and at the ones that arrived before it did).
+    """
 
     def __init__(self) -> None:
         self.messages: collections.deque[FilterMessage] = collections.deque()
-        self.consumers: dict[object, LinkFilter] = {}
+        self.consumers: dict[object, int] = {}
+        """Sending link -> when it attached (a count of attaches)."""
+        self.attaches = 0
+        self.matcher: NodeMatcher[object] = NodeMatcher()  # filtex
+        self.candidates: dict[FilterMessage, tuple[int, frozenset[object]]] = {}
+
+    def subscribe(self, sender: object, link_filter: LinkFilter) -> None:
+        self.attaches += 1
+        self.consumers[sender] = self.attaches
+        self.matcher.register(sender, link_filter)  # filtex
+
+    def unsubscribe(self, sender: object) -> None:
+        if self.consumers.pop(sender, None) is not None:
+            self.matcher.unregister(sender)  # filtex
+
+    def put(self, message: FilterMessage) -> None:
+        candidates = frozenset(self.matcher.candidates(message))  # filtex
+        self.candidates[message] = (self.attaches, candidates)
+        self.messages.append(message)
+
+    def _eligible(self, sender: object, message: FilterMessage) -> bool:
+        attached_before, candidates = self.candidates[message]
+        if self.consumers[sender] <= attached_before and sender not in candidates:
+            return False  # the index ruled it out when the message arrived
+        return self.matcher.verdict(sender, message) is Verdict.MATCHED  # filtex
 
     def dispatch(self) -> None:
-        for sender, link_filter in list(self.consumers.items()):
+        for sender in list(self.consumers):
             while sender.credit > 0:  # type: ignore[attr-defined]
-                found = next((m for m in self.messages if link_filter.matches(m)), None)  # filtex
+                found = next((m for m in self.messages if self._eligible(sender, m)), None)
                 if found is None:
                     break
                 self.messages.remove(found)
+                del self.candidates[found]
                 sender.delivery(sender.delivery_tag())  # type: ignore[attr-defined]
                 sender.stream(found.data)  # type: ignore[attr-defined]  # the bytes as they arrived
                 sender.advance()  # type: ignore[attr-defined]
@@ -64,7 +94,7 @@ class Broker(MessagingHandler):  # type: ignore[misc]
                 return  # filtex
             address = link.remote_source.address
             link.source.address = address
-            self.queues[address].consumers[link] = link_filter
+            self.queues[address].subscribe(link, link_filter)
             self.queues[address].dispatch()
         else:
             link.target.address = link.remote_target.address
@@ -85,14 +115,14 @@ class Broker(MessagingHandler):  # type: ignore[misc]
         link.advance()
         origin = self.plugin.connection_identity(event.connection)  # type: ignore[attr-defined]
         queue = self.queues[link.target.address]
-        queue.messages.append(self.plugin.message(data, origin=origin))  # filtex
+        queue.put(self.plugin.message(data, origin=origin))  # filtex
         delivery.update(Delivery.ACCEPTED)
         delivery.settle()
         queue.dispatch()
 
     def _unsubscribe(self, link: object) -> None:
         for queue in self.queues.values():
-            queue.consumers.pop(link, None)
+            queue.unsubscribe(link)
 
     def on_link_closing(self, event: object) -> None:
         self._unsubscribe(event.link)  # type: ignore[attr-defined]
