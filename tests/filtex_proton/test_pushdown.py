@@ -23,7 +23,7 @@ from filtex_proton.pushdown import Pushdown, is_jms_identifier, pushdown
 from filtex_proton.sql import AMQP_SQL, ast
 from filtex_proton.sql.printer import to_sql
 
-from .sql.test_properties import headers, texts, values
+from .sql.test_properties import headers, printable, texts, values
 
 SELECTOR = "apache.org:selector-filter:string"
 
@@ -255,13 +255,15 @@ _field = st.one_of(
 )
 _integers = st.one_of(st.integers(-3, 6),
                       st.sampled_from([255, 2**24 + 1, 2**53, 2**53 + 1, 2**63 - 1]))
+# AMQP SQL strings hold no control characters (§6.4.4.2.5)
+_sql_texts = texts.map(printable)
 _literal = st.one_of(
-    _integers, st.booleans(), texts, st.sampled_from(["a", "b", "2020-01-01"]),
+    _integers, st.booleans(), _sql_texts, st.sampled_from(["a", "b", "2020-01-01"]),
     st.sampled_from([Decimal("1.5"), Decimal("1.0"), 1.0, 0.5]), st.none(),
 ).map(ast.Literal)
 _signed = st.one_of(_literal, st.integers(1, 6).map(lambda n: ast.Unary("-", ast.Literal(n))))
 _comparison = st.sampled_from(["=", "<>", "!=", ">", ">=", "<", "<="])
-_strings = st.one_of(texts, st.sampled_from(["a", "b", ""])).map(ast.Literal)
+_strings = st.one_of(_sql_texts, st.sampled_from(["a", "b", ""])).map(ast.Literal)
 _patterns = st.sampled_from([("a%", None), ("%b", None), ("_", None), ("a!%%", "!"),
                              ("%!_", "!"), ("", None)])
 

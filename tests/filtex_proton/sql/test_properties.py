@@ -184,7 +184,7 @@ def literals(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.Lit
     strings = texts if evaluation else st.one_of(
         texts, st.text(st.characters(exclude_categories=["Cs"])))
     if dialect.lexicon == "sql":  # §6.4.4.2.5: "printable Unicode characters" only
-        strings = strings.map(_printable)
+        strings = strings.map(printable)
     options = [ints, floats_, strings, st.booleans(), st.none()]
     if dialect is AMQP_SQL:  # digits '.' digits: a non-negative exponent never comes out
         options.append(st.builds(
@@ -194,7 +194,7 @@ def literals(dialect: Dialect, *, evaluation: bool) -> st.SearchStrategy[ast.Lit
     return st.one_of(options).map(ast.Literal)
 
 
-def _printable(text: str) -> str:
+def printable(text: str) -> str:
     """The text without control characters, which §6.4.4.2.5 keeps out of strings."""
     return "".join(c for c in text if unicodedata.category(c) != "Cc")
 
