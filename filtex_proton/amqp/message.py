@@ -11,7 +11,7 @@ untouched.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
 
@@ -29,7 +29,9 @@ from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 from filtex_proton.amqp.view import MISSING, Section
 
 __all__ = [
+    "LAYOUT",
     "NO_BODY",
+    "InvalidMessageError",
     "RawMessageView",
     "SectionSpan",
     "encode_message",
@@ -127,14 +129,43 @@ def _descriptor(buf: bytes, pos: int) -> tuple[int, int]:
     return code, end
 
 
+#: The ``section`` of an :class:`InvalidMessageError` whose sections cannot even be told apart.
+LAYOUT: Final = "message layout"
+
+
+class InvalidMessageError(DecodeError):
+    """A message refused at the door: which section (``section``), what is wrong, where.
+
+    A :class:`DecodeError`, so code that catches those keeps working; its text
+    reads ``"application-properties section: map with an odd number of
+    elements (3) (at byte 57)"``. See :mod:`filtex_proton.amqp.validate`.
+    """
+
+    def __init__(self, section: str, reason: str, offset: int) -> None:
+        self.section = section
+        self.problem = reason
+        label = section if section == LAYOUT else f"{section} section"
+        super().__init__(f"{label}: {reason}", offset)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (InvalidMessageError, (self.section, self.problem, self.offset))
+
+
 _Raw = tuple[int, int, int, int]
+#: Per view key: decode the section at an offset, check it, return its entries.
+_Checks = Mapping[str, Callable[[bytes, int], Mapping[Any, Any]]]
 
 
-def _scan(buf: bytes) -> tuple[list[_Raw], dict[str, int], int, int]:
+def _scan(buf: bytes, checks: _Checks | None = None,
+          decoded: dict[str, Mapping[Any, Any] | None] | None = None,
+          ) -> tuple[list[_Raw], dict[str, int], int, int]:
     """Each section's (code, start, value, end); the view's key -> value offset;
     where the body starts and ends. See :func:`scan_sections`.
 
-    Written for speed: it runs once for every message the broker sees.
+    With ``checks`` (the door check), each section but the body is also decoded
+    and checked as soon as it is found, into ``decoded``; a section that fails
+    raises :class:`InvalidMessageError` naming it. Written for speed: it runs
+    once for every message the broker sees.
     """
     n = len(buf)
     pos = 0
@@ -177,6 +208,13 @@ def _scan(buf: bytes) -> tuple[list[_Raw], dict[str, int], int, int]:
             spans.append((code, pos, value, end))
             if key is not None:
                 offsets[key] = value
+                if checks is not None:
+                    try:
+                        decoded[key] = checks[key](buf, value)  # type: ignore[index]
+                    except DecodeError as exc:
+                        raise InvalidMessageError(key, exc.reason, exc.offset) from None
+                    except (struct.error, IndexError):
+                        raise InvalidMessageError(key, "truncated data", end) from None
             else:
                 if body_offset < 0:
                     body_offset = pos
@@ -236,6 +274,17 @@ class RawMessageView:
         self.data: bytes = buf
         self._raw, self._offsets, self.body_offset, self.body_end = _scan(buf)
         self._decoded: dict[str, Mapping[Any, Any] | None] = {}
+
+    @classmethod
+    def _checked(cls, buf: bytes, checks: _Checks) -> RawMessageView:
+        """A view whose sections were decoded and checked by ``checks`` during the scan
+        (one pass: :func:`filtex_proton.amqp.validate.validate_message`)."""
+        self = cls.__new__(cls)
+        self.data = buf
+        decoded: dict[str, Mapping[Any, Any] | None] = {}
+        self._decoded = decoded
+        self._raw, self._offsets, self.body_offset, self.body_end = _scan(buf, checks, decoded)
+        return self
 
     # Sections are looked up by their value string (``Section._value_``, a
     # documented enum attribute): Enum.__hash__ is Python code, a str's hash is

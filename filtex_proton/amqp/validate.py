@@ -40,32 +40,10 @@ from filtex_proton.amqp.codec import (
     decode_at,
     decode_fields,
 )
-from filtex_proton.amqp.message import RawMessageView
+from filtex_proton.amqp.message import LAYOUT, InvalidMessageError, RawMessageView
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 
 __all__ = ["LAYOUT", "InvalidMessageError", "validate_message", "validate_view"]
-
-#: The ``section`` of an :class:`InvalidMessageError` whose sections cannot even be told apart.
-LAYOUT: Final = "message layout"
-
-
-class InvalidMessageError(DecodeError):
-    """A message refused at the door: which section (``section``), what is wrong, where.
-
-    A :class:`DecodeError`, so code that catches those keeps working; its text
-    reads ``"application-properties section: map with an odd number of
-    elements (3) (at byte 57)"``.
-    """
-
-    def __init__(self, section: str, reason: str, offset: int) -> None:
-        self.section = section
-        self.problem = reason
-        label = section if section == LAYOUT else f"{section} section"
-        super().__init__(f"{label}: {reason}", offset)
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (InvalidMessageError, (self.section, self.problem, self.offset))
-
 
 _TYPE_NAMES: Final[dict[type, str]] = {
     bool: "boolean", ubyte: "ubyte", uint: "uint", ulong: "ulong", timestamp: "timestamp",
@@ -119,7 +97,6 @@ _ANNOTATION_KEYS: Final = frozenset({symbol, ulong})
 _decoders = _DECODERS
 _int_new = int.__new__
 _str_new = str.__new__
-_i8 = struct.Struct(">b").unpack_from
 _u32x2 = struct.Struct(">II").unpack_from
 
 
@@ -262,8 +239,9 @@ def _map(key_codes: frozenset[int], key_text: str, simple: bool
                     start = pos + 2
                     pos = start + buf[pos + 1]
                     result[key] = buf[start:pos].decode()
-                elif code == 0x54:
-                    result[key] = _int_new(int32, _i8(buf, pos + 1)[0])
+                elif code == 0x54:  # smallint: the commonest number
+                    byte = buf[pos + 1]
+                    result[key] = _int_new(int32, byte - 256 if byte > 127 else byte)
                     pos += 2
                 elif code == 0x40:
                     result[key] = None
@@ -326,12 +304,15 @@ def validate_view(view: RawMessageView) -> RawMessageView:
 def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     """The view of a message that passed the door check; raises :class:`InvalidMessageError`.
 
-    The scan (layout: descriptors, order, section sizes) and then :func:`validate_view`.
+    One pass: the scan (layout: descriptors, order, section sizes) checks each
+    section but the body as it finds it.
     """
-    if not data:
+    buf = data if type(data) is bytes else bytes(data)
+    if not buf:
         raise InvalidMessageError(LAYOUT, "no sections at all", 0)
     try:
-        view = RawMessageView(data)
+        return RawMessageView._checked(buf, _CHECKS)
+    except InvalidMessageError:
+        raise
     except DecodeError as exc:
         raise InvalidMessageError(LAYOUT, exc.reason, exc.offset) from None
-    return validate_view(view)
