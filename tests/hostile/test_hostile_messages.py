@@ -21,6 +21,7 @@ from proton import Described, symbol, uint
 
 from filtex_proton.amqp.codec import MAX_DEPTH, DecodeError, decode_value, skip_value
 from filtex_proton.amqp.message import RawMessageView, encode_message, scan_sections
+from filtex_proton.amqp.validate import InvalidMessageError, validate_message
 from filtex_proton.amqp.view import Section
 from filtex_proton.filters import matching
 from filtex_proton.filterset import decode_filter_set
@@ -115,6 +116,12 @@ def check(data: bytes) -> tuple[set[str] | None, dict[str, bool]]:
         with contextlib.suppress(DecodeError):
             probe(data)
     broken = broken_sections(data)
+    try:
+        validate_message(data)  # the door check: only InvalidMessageError ...
+    except InvalidMessageError:
+        pass
+    else:  # ... and what it lets through reads in every section
+        assert broken == set(), f"the door check passed unreadable sections {broken}"
     result = verdicts(data)
     for name, verdict in result.items():
         if broken is None or READS[name] & broken:
@@ -224,6 +231,14 @@ def test_malformed_messages(data: bytes) -> None:
     broken, result = check(data)
     assert broken is None or broken, "a malformed message read without a DecodeError"
     assert not all(result.values())
+
+
+@pytest.mark.parametrize("data", MALFORMED.values(), ids=MALFORMED.keys())
+def test_the_door_check_refuses_every_malformed_message(data: bytes) -> None:
+    """What the broker rejects with amqp:decode-error before any filter could meet it."""
+    with pytest.raises(InvalidMessageError) as caught:
+        validate_message(data)
+    assert caught.value.section in {s.value for s in Section} | {"message layout"}
 
 
 @pytest.mark.parametrize("opening", [b"\xd0", b"\xd1", b"\x00"], ids=["list", "map", "described"])
