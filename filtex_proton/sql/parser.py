@@ -228,7 +228,7 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
     # -- fields (§6.4.4.4-6) --------------------------------------------------
     def qualified_field(self, section: Token, name: Token, *path: ast.Reference) -> ast.Field:
         target = _SECTIONS[section[:-1].lower()]
-        text = _name(name)
+        text = _name(name) if name.type == "WELL_KNOWN_HYPHENATED" else self._identifier(name)
         if target.is_composite:
             canonical = _WELL_KNOWN[target].get(text)
             if canonical is None:
