@@ -962,11 +962,13 @@ class NodeMatcher(Generic[K]):
             result = list(self._registrations.values())
         else:
             self._fell_back = False
-            if self._always:
+            if not found:  # already in registration order: no sort (sets with no index)
+                result = list(self._always)
+            else:
                 found.update(self._always)
-            result = list(found)
-            if len(result) > 1:
-                result.sort(key=_by_seq)
+                result = list(found)
+                if len(result) > 1:
+                    result.sort(key=_by_seq)
         for registration in result:
             registration.candidate += 1
         stats.candidates += len(result)
