@@ -37,6 +37,7 @@ from pathlib import Path
 from proton import timestamp, ubyte
 
 from filtex_proton.amqp.message import RawMessageView, encode_message
+from filtex_proton.archive import archive_dataset
 from filtex_proton.spark import (
     ArchiveWriter,
     apply_filter,
@@ -45,7 +46,6 @@ from filtex_proton.spark import (
     read_archive,
     spark_session,
 )
-from filtex_proton.spark.archive import archive_dataset
 
 FILTER = (
     "p.subject='order.created' AND p.creation_time > UTC()-3600000 AND region IN "

@@ -38,7 +38,7 @@ from broker.archive_wire import (
 from broker.log_rate import due
 
 if TYPE_CHECKING:
-    from filtex_proton.spark.archive import ArchiveWriter
+    from filtex_proton.archive import ArchiveWriter
 
 __all__ = ["main"]
 
@@ -151,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s[writer %(process)d]: "
                                "%(message)s")
     try:  # imported only now: nothing may write to the progress pipe but us
-        from filtex_proton.spark.archive import ArchiveWriter
+        from filtex_proton.archive import ArchiveWriter
 
         writer = ArchiveWriter(directory, handle_sigterm=False)
     except Exception as exc:

@@ -11,7 +11,7 @@ Importing this package needs pyarrow but not PySpark; the functions that
 touch Spark import it when called.
 """
 
-from filtex_proton.spark.archive import (
+from filtex_proton.archive import (
     ARCHIVE_SCHEMA,
     SCHEMA_VERSION,
     ArchiveStats,

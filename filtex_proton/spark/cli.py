@@ -19,10 +19,10 @@ from collections.abc import Iterator, Sequence
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
+from filtex_proton.archive import ArchiveVersionError
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.typed_json import TypedJsonError, filter_set_from_json, to_json
 from filtex_proton.filterset import FilterSet, decode_filter_set
-from filtex_proton.spark.archive import ArchiveVersionError
 from filtex_proton.spark.plan import Plan, as_filter_set, plan
 
 if TYPE_CHECKING:
@@ -207,7 +207,7 @@ def _as_stored(df: DataFrame) -> DataFrame:
     directory name (the real one stays in ``long_address``)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    from filtex_proton.spark.archive import address_partition
+    from filtex_proton.archive import address_partition
 
     long = [row[0] for row in df.where(F.col("long_address").isNotNull())
             .select("long_address").distinct().collect()]

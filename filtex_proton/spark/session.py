@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from filtex_proton.spark.archive import (
+from filtex_proton.archive import (
     ARCHIVE_SCHEMA,
     PARTITION_COLUMNS,
     address_partition,

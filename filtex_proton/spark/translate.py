@@ -34,6 +34,13 @@ from proton import Described, float32, symbol, timestamp
 from filtex_proton.amqp.bid import as_decimal as bid_decimal
 from filtex_proton.amqp.types import HEADER_DEFAULTS, Kind, kind_of
 from filtex_proton.amqp.view import Section
+from filtex_proton.archive.schema import (
+    COLUMN_OF_FIELD,
+    DECIMAL_SCALE,
+    LONG_MAX,
+    LONG_MIN,
+    MAP_COLUMNS,
+)
 from filtex_proton.filters.apache import DirectBinding, HeadersBinding, NoLocalFilter, TopicBinding
 from filtex_proton.filters.base import Filter
 from filtex_proton.filters.constant import ConstantFilter
@@ -41,13 +48,6 @@ from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.spark import ir
-from filtex_proton.spark.archive import (
-    COLUMN_OF_FIELD,
-    DECIMAL_SCALE,
-    LONG_MAX,
-    LONG_MIN,
-    MAP_COLUMNS,
-)
 from filtex_proton.sql import ast, iso8601
 from filtex_proton.sql.compiler import compile_expression
 from filtex_proton.sql.dialects import AMQP_SQL, JMS_SELECTOR, Dialect

@@ -30,7 +30,7 @@ from broker.archive_wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E4
 from broker.config import ConfigError, load_config  # noqa: E402
 from broker.queue import Queue  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
-from filtex_proton.spark.archive import (  # noqa: E402
+from filtex_proton.archive import (  # noqa: E402
     ArchiveVersionError,
     ArchiveWriter,
     address_directory,

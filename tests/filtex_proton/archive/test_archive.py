@@ -42,7 +42,7 @@ from proton import (  # noqa: E402
 from filtex_proton.amqp.bid import encode_decimal32, encode_decimal64  # noqa: E402
 from filtex_proton.amqp.codec import decode_value  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
-from filtex_proton.spark.archive import (  # noqa: E402
+from filtex_proton.archive import (  # noqa: E402
     ARCHIVE_SCHEMA,
     MAX_DIRECTORY_BYTES,
     SCHEMA_VERSION,
@@ -284,7 +284,7 @@ def test_writer_flushes_in_the_background(tmp_path: Path) -> None:
 
 
 def test_a_failed_write_leaves_no_partial_file(tmp_path: Path, monkeypatch: Any) -> None:
-    from filtex_proton.spark import archive
+    from filtex_proton.archive import writer as archive
 
     def broken(table: Any, where: Any, **kwargs: Any) -> None:
         Path(where).write_bytes(b"partial")
@@ -305,7 +305,7 @@ def test_sigterm_flushes_then_terminates(tmp_path: Path) -> None:
     script = textwrap.dedent(f"""
         import os, signal, time
         from filtex_proton.amqp.message import encode_message
-        from filtex_proton.spark.archive import ArchiveWriter
+        from filtex_proton.archive import ArchiveWriter
         writer = ArchiveWriter({str(tmp_path)!r}, flush_interval=None)
         for i in range(5):
             writer.append("q", encode_message(properties={{"subject": str(i)}}), {ARRIVAL} + i)

@@ -101,8 +101,8 @@ def test_select_and_out_with_an_address_too_long_for_a_file_name(
     spark: SparkSession, tmp_path: Path,
 ) -> None:
     from filtex_proton.amqp.message import encode_message
+    from filtex_proton.archive import address_partition
     from filtex_proton.spark import ArchiveWriter, read_archive_table
-    from filtex_proton.spark.archive import address_partition
 
     long = "orders/" + "€" * 100 + "/:*?"  # 315 bytes, some escaped
     lookalike = address_partition(long)  # a short address equal to its directory value
@@ -130,7 +130,7 @@ def test_an_archive_from_a_newer_schema_version_is_refused(
     import pyarrow.parquet as pq
 
     from filtex_proton.amqp.message import encode_message
-    from filtex_proton.spark.archive import ArchiveWriter
+    from filtex_proton.archive import ArchiveWriter
 
     with ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False) as w:
         w.append("q", encode_message(properties={"subject": "s"}, body="x"), 1_700_000_000_000)

@@ -1,0 +1,77 @@
+"""The message archive: typed Parquet rows built from raw message bytes (docs/ARCHIVE.md).
+
+Why this shape: Spark must answer "would this filter have matched?" exactly as the broker
+would, and fast. Every header and properties field gets a typed column, so the common filters
+become plain column comparisons; the map sections keep each value's AMQP type, so the spec's
+comparison rules can be applied; and the raw bytes are kept, so anything the columns cannot
+express exactly is evaluated by our own engine over the very bytes the broker saw.
+
+Only :mod:`pyarrow` is needed (no Spark): the broker's ``--archive`` writes with
+:class:`ArchiveWriter`, ``filtex-spark`` reads with Spark, and anything can read with
+:func:`read_archive_table` or build rows with :func:`message_row`.
+"""
+
+from filtex_proton.archive.layout import (
+    MAX_DIRECTORY_BYTES,
+    address_directory,
+    address_partition,
+    arrival_date,
+)
+from filtex_proton.archive.reader import (
+    READABLE_VERSIONS,
+    ArchiveVersionError,
+    archive_dataset,
+    check_archive,
+    iter_raw,
+    read_archive_table,
+    segment_version,
+)
+from filtex_proton.archive.rows import (
+    describe_typed,
+    message_row,
+    rows_to_table,
+    typed_key,
+    typed_value,
+)
+from filtex_proton.archive.schema import (
+    ARCHIVE_SCHEMA,
+    COLUMN_OF_FIELD,
+    DECIMAL_SCALE,
+    KEY_TYPES,
+    MAP_COLUMNS,
+    PARTITION_COLUMNS,
+    SCHEMA_VERSION,
+    TYPED_MAP,
+    TYPED_VALUE,
+)
+from filtex_proton.archive.writer import ArchiveStats, ArchiveWriter
+
+__all__ = [
+    "ARCHIVE_SCHEMA",
+    "COLUMN_OF_FIELD",
+    "DECIMAL_SCALE",
+    "KEY_TYPES",
+    "MAP_COLUMNS",
+    "MAX_DIRECTORY_BYTES",
+    "PARTITION_COLUMNS",
+    "READABLE_VERSIONS",
+    "SCHEMA_VERSION",
+    "TYPED_MAP",
+    "TYPED_VALUE",
+    "ArchiveStats",
+    "ArchiveVersionError",
+    "ArchiveWriter",
+    "address_directory",
+    "address_partition",
+    "archive_dataset",
+    "arrival_date",
+    "check_archive",
+    "describe_typed",
+    "iter_raw",
+    "message_row",
+    "read_archive_table",
+    "rows_to_table",
+    "segment_version",
+    "typed_key",
+    "typed_value",
+]

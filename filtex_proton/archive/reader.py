@@ -1,0 +1,123 @@
+"""Reading an archive with pyarrow alone: version checks first, then a dataset in archive order."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import Final
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from filtex_proton.archive.schema import (
+    ARCHIVE_SCHEMA,
+    PARTITIONING,
+    SCHEMA_VERSION,
+    VERSION_KEY,
+    with_partitions,
+)
+
+__all__ = [
+    "READABLE_VERSIONS",
+    "ArchiveVersionError",
+    "archive_dataset",
+    "check_archive",
+    "iter_raw",
+    "read_archive_table",
+    "segment_version",
+]
+
+#: Schema versions this code reads, and what differs from the current one.
+#: 1: no ``long_address`` column (read as NULL, which it is for every version-1 row).
+READABLE_VERSIONS: Final = frozenset({1, SCHEMA_VERSION})
+
+
+class ArchiveVersionError(ValueError):
+    """A segment file this version of filtex-proton cannot read correctly."""
+
+
+_SPARK_KEY: Final = b"org.apache.spark.sql.parquet.row.metadata"
+
+
+def segment_version(schema: pa.Schema, where: str) -> int:
+    """The schema version in a segment's Parquet key-value metadata, checked.
+
+    Raises :class:`ArchiveVersionError` for a newer version (its columns may mean
+    something this code does not know), an unknown older one, or a file that has
+    no version at all. One exception: Spark cannot stamp the version, so a file
+    Spark wrote (``filtex-spark select --out``) with exactly the current columns
+    is taken for the current version.
+    """
+    metadata = schema.metadata or {}
+    text = metadata.get(VERSION_KEY)
+    if text is None:
+        if _SPARK_KEY in metadata and set(schema.names) == set(ARCHIVE_SCHEMA.names):
+            return SCHEMA_VERSION
+        raise ArchiveVersionError(f"{where}: not a filtex archive segment (no "
+                                  f"{VERSION_KEY.decode()} in its Parquet metadata)")
+    try:
+        version = int(text)
+    except ValueError:
+        raise ArchiveVersionError(f"{where}: unreadable archive schema version "
+                                  f"{text!r}") from None
+    if version > SCHEMA_VERSION:
+        raise ArchiveVersionError(
+            f"{where}: written with archive schema version {version}, newer than the "
+            f"version {SCHEMA_VERSION} this filtex-proton reads; upgrade filtex-proton to read it")
+    if version not in READABLE_VERSIONS:
+        raise ArchiveVersionError(f"{where}: archive schema version {version} is not one this "
+                                  f"filtex-proton reads ({sorted(READABLE_VERSIONS)})")
+    return version
+
+
+def check_archive(directory: str | os.PathLike[str]) -> dict[int, int]:
+    """Check every segment's schema version (one footer read per file); returns how many
+    segments each version has. Raises :class:`ArchiveVersionError` at the first bad one."""
+    dataset = pads.dataset(os.fspath(directory), format="parquet", partitioning=PARTITIONING)
+    counts: dict[int, int] = {}
+    for path in dataset.files:
+        version = segment_version(pq.read_schema(path, filesystem=dataset.filesystem), path)
+        counts[version] = counts.get(version, 0) + 1
+    return counts
+
+
+def archive_dataset(directory: str | os.PathLike[str], *, check: bool = True) -> pads.Dataset:
+    """The archive as a pyarrow dataset (address and date from the directory names: a
+    shortened address there, the real one in ``long_address``; see :func:`address_partition`).
+
+    ``check``: refuse segments of a schema version this code cannot read
+    (:func:`check_archive`); older readable versions are read in the current
+    schema, their missing columns NULL.
+    """
+    if check:
+        check_archive(directory)
+    return pads.dataset(os.fspath(directory), format="parquet", partitioning=PARTITIONING,
+                        schema=with_partitions(ARCHIVE_SCHEMA))
+
+
+def read_archive_table(directory: str | os.PathLike[str],
+                       columns: Iterable[str] | None = None) -> pa.Table:
+    """Read (some columns of) an archive with pyarrow alone, in archive order.
+
+    ``address`` is the real address, also for addresses too long for a directory name.
+    """
+    wanted = None if columns is None else list(dict.fromkeys([*columns, "arrival_ms",
+                                                              "sequence"]))
+    reading = wanted
+    if wanted is not None and "address" in wanted and "long_address" not in wanted:
+        reading = [*wanted, "long_address"]
+    table = archive_dataset(directory).to_table(columns=reading)
+    if "address" in table.column_names:
+        real = pc.coalesce(table.column("long_address"), table.column("address"))
+        table = table.set_column(table.column_names.index("address"), "address", real)
+        if reading is not wanted:
+            table = table.drop_columns(["long_address"])
+    return table.sort_by([("arrival_ms", "ascending"), ("sequence", "ascending")])
+
+
+def iter_raw(directory: str | os.PathLike[str], batch_rows: int = 65536) -> Iterator[bytes]:
+    """The raw bytes of every archived message, file by file (not in archive order)."""
+    for batch in archive_dataset(directory).to_batches(columns=["raw"], batch_size=batch_rows):
+        yield from batch.column(0).to_pylist()
