@@ -209,3 +209,23 @@ def test_every_json_example_in_the_typed_json_docs_is_accepted() -> None:
                 decode_filter_set(filter_set_from_json(document))
             else:
                 message_from_json(document)
+
+
+def test_check_warns_of_functions_evaluated_as_null_and_non_portable_forms() -> None:
+    """§6.4.4.3: an unknown function is NULL, valid but worth a warning; forms beyond the
+    spec's grammar that AMQP SQL keeps (BETWEEN, §6.4.1; a signed exponent, §6.4.4.2.3)
+    are reported as not portable."""
+    import io
+
+    from filtex_proton.cli import main
+
+    out = io.StringIO()
+    status = main(["check", "foo(a) IS NULL AND x BETWEEN 1.0E-3 AND 2.0E3"], stdout=out)
+    text = out.getvalue()
+    assert status == 0, text
+    assert "warning: function foo() is not understood by this broker" in text
+    assert "not portable: BETWEEN" in text
+    assert "not portable: the spec's approximate_number_constant" in text
+    out = io.StringIO()
+    assert main(["check", "x = 2.0E3"], stdout=out) == 0
+    assert "warning" not in out.getvalue() and "not portable" not in out.getvalue()
