@@ -132,7 +132,6 @@ def measure(shape: str, n_sets: int, seconds: float) -> None:
     print(f"{shape:>9} {n_sets:>8,} sets: naive {baseline:>11,.0f} msg/s   "
           f"matcher {rate:>9,.0f} msg/s ({decoded_rate:>9,.0f} decoded)   "
           f"x{rate / baseline:>9,.1f}")
-    del links, matcher, pairs
     gc.collect()
 
 
