@@ -89,6 +89,12 @@ def _filters(parser: argparse.ArgumentParser) -> None:
                         help="force Spark expressions (column) or the engine (udf)")
 
 
+def _duplicates(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--keep-duplicates", action="store_true",
+                        help="keep the copies an at-least-once archive can hold (rows with the "
+                        "same address, arrival time, sequence and bytes); dropped by default")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="filtex-spark", parents=[_common()],
@@ -103,6 +109,7 @@ def _parser() -> argparse.ArgumentParser:
     _filters(select)
     select.add_argument("--address", action="append", metavar="NAME",
                         help="only messages archived at this address (repeatable)")
+    _duplicates(select)
     select.add_argument("--out", metavar="DIR",
                         help="write the matches there, as an archive (partitioned alike)")
     select.add_argument("--count", action="store_true",
@@ -117,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
     _filters(replay)
     replay.add_argument("--address", action="append", metavar="NAME",
                         help="only messages archived at this address (repeatable)")
+    _duplicates(replay)
     replay.add_argument("--to", required=True, metavar="amqp://HOST:PORT/ADDRESS",
                         help="where to send them")
     replay.add_argument("--checkpoint", metavar="FILE",
@@ -172,10 +180,12 @@ def _session(args: argparse.Namespace) -> SparkSession:
 
 
 def _matches(spark: SparkSession, args: argparse.Namespace, planned: Plan) -> DataFrame:
-    from filtex_proton.spark.session import read_archive
+    """The matches, each archived message once unless ``--keep-duplicates`` (deduplicated
+    after filtering, so that only the matches are compared)."""
+    from filtex_proton.spark.session import drop_archive_duplicates, read_archive
 
-    df = read_archive(spark, args.archive, args.address or None)
-    return planned.apply(df)
+    matches = planned.apply(read_archive(spark, args.archive, args.address or None))
+    return matches if args.keep_duplicates else drop_archive_duplicates(matches)
 
 
 # ----------------------------------------------------------------------------- select
@@ -245,8 +255,11 @@ def _select(args: argparse.Namespace, planned: Plan, out: TextIO) -> int:
 
 def _identity(args: argparse.Namespace, filter_set: FilterSet) -> str:
     normalised = {str(k): to_json(v) for k, v in filter_set.normalised().items()}
-    return json.dumps({"archive": str(args.archive), "address": args.address, "to": args.to,
-                       "filters": normalised}, sort_keys=True, ensure_ascii=False)
+    identity: dict[str, Any] = {"archive": str(args.archive), "address": args.address,
+                                "to": args.to, "filters": normalised}
+    if args.keep_duplicates:  # absent otherwise: checkpoints written before the flag still match
+        identity["keep_duplicates"] = True
+    return json.dumps(identity, sort_keys=True, ensure_ascii=False)
 
 
 def _after(df: DataFrame, position: Position) -> DataFrame:

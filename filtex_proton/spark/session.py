@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 __all__ = [
-    "LOCAL_MODE_SETTINGS", "archive_spark_schema", "read_archive", "spark_session",
-    "use_this_python",
+    "LOCAL_MODE_SETTINGS", "archive_spark_schema", "drop_archive_duplicates", "read_archive",
+    "spark_session", "use_this_python",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -141,3 +141,18 @@ def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
     if wanted is not None:
         df = df.where(F.col("address").isin(wanted))
     return df
+
+
+def drop_archive_duplicates(df: DataFrame) -> DataFrame:
+    """Each archived message once: the copies an at-least-once archive can hold dropped.
+
+    A copy (a batch written again after the broker's writer process died) has the same
+    ``address``, ``arrival_ms`` and ``sequence`` (the broker numbers messages before handing them
+    over) and the same bytes; the bytes' 64-bit hash is part of the key too, so that two
+    brokers archiving one address in the same millisecond never merge two messages.
+    """
+    from pyspark.sql import functions as F  # noqa: N812
+
+    keyed = df.withColumn("_raw_hash", F.xxhash64("raw"))
+    return keyed.dropDuplicates(["address", "arrival_ms", "sequence", "_raw_hash"]).drop(
+        "_raw_hash")

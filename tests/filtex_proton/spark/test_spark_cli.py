@@ -314,3 +314,53 @@ def test_spark_submit_runs_the_same_entry_point(corpus: Corpus) -> None:
         env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines()[-1] == str(len(expected_bytes(corpus, FILTER)))
+
+
+# ----------------------------------------------------------------------------- duplicates
+
+
+def _archive_with_copies(directory: Path) -> list[bytes]:
+    """Five messages, then the same five written again (a batch re-sent after the writer process
+    died: same address, arrival, sequence and bytes), and one other message that shares a copy's
+    address, arrival and sequence (another broker, the same millisecond). Returns the distinct
+    messages in archive order."""
+    from filtex_proton.amqp.message import encode_message
+    from filtex_proton.archive import ArchiveWriter
+
+    arrival = 1_700_000_000_000
+    batch = [(arrival + i, i, encode_message(properties={"subject": f"order.{i}"}, body=i))
+             for i in range(5)]
+    for _ in range(2):
+        with ArchiveWriter(directory, flush_interval=None, handle_sigterm=False) as writer:
+            for when, sequence, data in batch:
+                writer.append("orders", data, when, sequence=sequence)
+    other = encode_message(properties={"subject": "order.other"}, body="another broker")
+    with ArchiveWriter(directory, flush_interval=None, handle_sigterm=False) as writer:
+        writer.append("orders", other, arrival + 2, sequence=2)
+    distinct = [data for _, _, data in batch]
+    return [*distinct[:3], other, *distinct[3:]] if other > distinct[2] else [
+        *distinct[:2], other, *distinct[2:]]
+
+
+@pytest.mark.parametrize("path", ["column", "udf"])
+def test_select_drops_the_archives_copies_unless_asked(spark: SparkSession, tmp_path: Path,
+                                                      path: str) -> None:
+    _archive_with_copies(tmp_path)
+    argv = ["select", "--archive", str(tmp_path), "--filter", "p.subject LIKE 'order.%'",
+            "--count", "--path", path]
+    assert run(argv) == (0, "6\n")
+    assert run([*argv, "--keep-duplicates"]) == (0, "11\n")
+
+
+def test_replay_sends_each_archived_message_once(spark: SparkSession, tmp_path: Path) -> None:
+    distinct = _archive_with_copies(tmp_path)
+    sink = Sink(free_port())
+    container, thread = run_sink(sink)
+    try:
+        status, out = run(["replay", "--archive", str(tmp_path), "--filter",
+                           "p.subject LIKE 'order.%'", "--to", f"amqp://{sink.url}/once"])
+    finally:
+        stop_sink(container, thread, sink)
+    assert status == 0, out
+    assert sorted(sink.accepted) == sorted(distinct)
+    assert len(sink.accepted) == 6
