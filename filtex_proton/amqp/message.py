@@ -64,6 +64,7 @@ _SYMBOLIC: Final[dict[bytes, int]] = {
 _NULL = frozenset({0x40})
 _LISTS = frozenset({0x45, 0xC0, 0xD0})
 _MAPS = frozenset({0xC1, 0xD1})
+_EMPTY = frozenset({0x45, 0x40})
 
 #: Per section code: its rank; the view's Section (None: body) and its key in
 #: the view (``Section._value_``); the format codes its value may start with
@@ -209,12 +210,15 @@ def _scan(buf: bytes, checks: _Checks | None = None,
             if key is not None:
                 offsets[key] = value
                 if checks is not None:
-                    try:
-                        decoded[key] = checks[key](buf, value)  # type: ignore[index]
-                    except DecodeError as exc:
-                        raise InvalidMessageError(key, exc.reason, exc.offset) from None
-                    except (struct.error, IndexError):
-                        raise InvalidMessageError(key, "truncated data", end) from None
+                    if c in _EMPTY:  # list0 or null: an empty section, nothing to check
+                        decoded[key] = {}  # type: ignore[index]
+                    else:
+                        try:
+                            decoded[key] = checks[key](buf, value)  # type: ignore[index]
+                        except DecodeError as exc:
+                            raise InvalidMessageError(key, exc.reason, exc.offset) from None
+                        except (struct.error, IndexError):
+                            raise InvalidMessageError(key, "truncated data", end) from None
             else:
                 if body_offset < 0:
                     body_offset = pos
