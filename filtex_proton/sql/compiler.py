@@ -22,6 +22,7 @@ from filtex_proton.sql import ast, values
 from filtex_proton.sql.dialects import AMQP_SQL, Dialect
 from filtex_proton.sql.functions import understood
 from filtex_proton.sql.like import LikeError, compile_like
+from filtex_proton.sql.visitor import Visitor
 
 __all__ = ["Evaluator", "compile_expression"]
 
@@ -66,7 +67,9 @@ def _step(value: Any, reference: ast.Reference, index: Any) -> Any:
     return value[index] if 0 <= index < len(value) else None
 
 
-class _Compiler:
+class _Compiler(Visitor[Evaluator]):
+    """Each handler returns the node's closure; dispatch happens here, at compile time only."""
+
     def __init__(self, dialect: Dialect) -> None:
         self.dialect = dialect
         self.folded: dict[int, ast.Literal | None] = {}
@@ -76,8 +79,7 @@ class _Compiler:
         folded = self.fold(node)
         if folded is not None:
             return _constant(folded.value)
-        method: Callable[[Any], Evaluator] = getattr(self, "_" + type(node).__name__.lower())
-        return method(node)
+        return self.visit(node)
 
     def fold(self, node: ast.Expr) -> ast.Literal | None:
         """The constant a node always evaluates to, if it reads nothing from the message."""
@@ -101,20 +103,16 @@ class _Compiler:
             if not isinstance(part, ast.Key | ast.Index) and self.fold(part) is None:
                 return None
         try:
-            value = self._dispatch(node)(_NO_MESSAGE)  # reads nothing from it
+            value = self.visit(node)(_NO_MESSAGE)  # reads nothing from it
         except Exception:  # leave it to run time, where errors are NULL
             return None
         return ast.Literal(value, pos=node.pos)
 
-    def _dispatch(self, node: ast.Expr) -> Evaluator:
-        method: Callable[[Any], Evaluator] = getattr(self, "_" + type(node).__name__.lower())
-        return method(node)
-
     # -- leaves ---------------------------------------------------------------
-    def _literal(self, node: ast.Literal) -> Evaluator:
+    def visit_literal(self, node: ast.Literal) -> Evaluator:
         return _constant(node.value)
 
-    def _field(self, node: ast.Field) -> Evaluator:
+    def visit_field(self, node: ast.Field) -> Evaluator:
         section, name = node.section, node.name
         default = HEADER_DEFAULTS.get(name) if section is Section.HEADER else None
 
@@ -147,7 +145,7 @@ class _Compiler:
 
         return follow
 
-    def _alias(self, node: ast.Alias) -> Evaluator:
+    def visit_alias(self, node: ast.Alias) -> Evaluator:
         spec = self.dialect.aliases[node.name]
         convert = self.dialect.value_view
 
@@ -163,7 +161,7 @@ class _Compiler:
 
         return read
 
-    def _exists(self, node: ast.Exists) -> Evaluator:
+    def visit_exists(self, node: ast.Exists) -> Evaluator:
         target = node.field
         if isinstance(target, ast.Alias):
             reads = self.dialect.aliases[target.name].reads
@@ -197,7 +195,7 @@ class _Compiler:
         return exists
 
     # -- logic ----------------------------------------------------------------
-    def _and(self, node: ast.And) -> Evaluator:
+    def visit_and(self, node: ast.And) -> Evaluator:
         parts = tuple(self.compile(o) for o in node.operands)
         if len(parts) == 2:
             first, second = parts
@@ -215,10 +213,10 @@ class _Compiler:
 
         return _junction(parts, decisive=False)
 
-    def _or(self, node: ast.Or) -> Evaluator:
+    def visit_or(self, node: ast.Or) -> Evaluator:
         return _junction(tuple(self.compile(o) for o in node.operands), decisive=True)
 
-    def _not(self, node: ast.Not) -> Evaluator:
+    def visit_not(self, node: ast.Not) -> Evaluator:
         inner = self.compile(node.operand)
 
         def not_(view: MessageView) -> bool | None:
@@ -230,7 +228,7 @@ class _Compiler:
         return not_
 
     # -- predicates -------------------------------------------------------------
-    def _compare(self, node: ast.Compare) -> Evaluator:
+    def visit_compare(self, node: ast.Compare) -> Evaluator:
         op, left, right = node.op, node.left, node.right
         right_constant, left_constant = self.fold(right), self.fold(left)
         if right_constant is not None and left_constant is None:
@@ -269,13 +267,13 @@ class _Compiler:
             return compare_float
         return lambda view: general(op, operand(view), constant)
 
-    def _isnull(self, node: ast.IsNull) -> Evaluator:
+    def visit_is_null(self, node: ast.IsNull) -> Evaluator:
         inner = self.compile(node.operand)
         if node.negated:
             return lambda view: inner(view) is not None
         return lambda view: inner(view) is None
 
-    def _like(self, node: ast.Like) -> Evaluator:
+    def visit_like(self, node: ast.Like) -> Evaluator:
         operand = self.compile(node.operand)
         negated = node.negated
         pattern, escape = self.fold(node.pattern), None if node.escape is None else self.fold(
@@ -319,7 +317,7 @@ class _Compiler:
 
         return like_dynamic
 
-    def _in(self, node: ast.In) -> Evaluator:
+    def visit_in(self, node: ast.In) -> Evaluator:
         operand = self.compile(node.operand)
         negated = node.negated
         items = tuple(self.compile(item) for item in node.items)
@@ -351,7 +349,7 @@ class _Compiler:
             return in_strings
         return in_general
 
-    def _between(self, node: ast.Between) -> Evaluator:
+    def visit_between(self, node: ast.Between) -> Evaluator:
         operand, low, high = (self.compile(n) for n in (node.operand, node.low, node.high))
         negated = node.negated
         compare = self.dialect.compare
@@ -371,11 +369,11 @@ class _Compiler:
         return between
 
     # -- expressions ------------------------------------------------------------
-    def _unary(self, node: ast.Unary) -> Evaluator:
+    def visit_unary(self, node: ast.Unary) -> Evaluator:
         inner, op = self.compile(node.operand), node.op
         return lambda view: values.negate(op, inner(view))
 
-    def _binary(self, node: ast.Binary) -> Evaluator:
+    def visit_binary(self, node: ast.Binary) -> Evaluator:
         left, right, op = self.compile(node.left), self.compile(node.right), node.op
         if op == "+":
             add = values.concat_or_add
@@ -383,7 +381,7 @@ class _Compiler:
         arithmetic = values.arithmetic
         return lambda view: arithmetic(op, left(view), right(view))
 
-    def _call(self, node: ast.Call) -> Evaluator:
+    def visit_call(self, node: ast.Call) -> Evaluator:
         function = understood(node.name, node.vendor)
         if function is None:
             return _constant(None)  # §6.4.4.3: a function not understood evaluates to NULL

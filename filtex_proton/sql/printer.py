@@ -16,6 +16,7 @@ from proton import ulong
 from filtex_proton.amqp.view import Section
 from filtex_proton.sql import ast
 from filtex_proton.sql.dialects import AMQP_SQL, Dialect
+from filtex_proton.sql.visitor import Visitor
 
 __all__ = ["to_sql"]
 
@@ -116,45 +117,72 @@ def _operand(node: ast.Expr, dialect: Dialect) -> str:
     return text if atomic else f"({text})"
 
 
+class _Printer(Visitor[str]):
+    """Each handler returns its node's text; operands are bracketed unless atomic."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        self.dialect = dialect
+
+    def sub(self, node: ast.Expr) -> str:
+        return _operand(node, self.dialect)
+
+    def visit_literal(self, node: ast.Literal) -> str:
+        value = node.value
+        if isinstance(value, int) and not isinstance(value, bool) and value > 2**63 - 1:
+            return str(int(ulong(value)))
+        return _literal(value, self.dialect)
+
+    def visit_field(self, node: ast.Field) -> str:
+        return _field(node, self.dialect)
+
+    def visit_alias(self, node: ast.Alias) -> str:
+        return node.name
+
+    def visit_exists(self, node: ast.Exists) -> str:
+        return f"EXISTS({self.visit(node.field)})"
+
+    def visit_and(self, node: ast.And) -> str:
+        return " AND ".join(self.sub(o) for o in node.operands)
+
+    def visit_or(self, node: ast.Or) -> str:
+        return " OR ".join(self.sub(o) for o in node.operands)
+
+    def visit_not(self, node: ast.Not) -> str:
+        return f"NOT {self.sub(node.operand)}"
+
+    def visit_compare(self, node: ast.Compare) -> str:
+        return f"{self.sub(node.left)} {node.op} {self.sub(node.right)}"
+
+    def visit_is_null(self, node: ast.IsNull) -> str:
+        return f"{self.sub(node.operand)} IS {_not(node.negated)}NULL"
+
+    def visit_like(self, node: ast.Like) -> str:
+        text = f"{self.sub(node.operand)} {_not(node.negated)}LIKE {self.sub(node.pattern)}"
+        return text if node.escape is None else f"{text} ESCAPE {self.sub(node.escape)}"
+
+    def visit_in(self, node: ast.In) -> str:
+        items = ", ".join(self.sub(i) for i in node.items)
+        return f"{self.sub(node.operand)} {_not(node.negated)}IN ({items})"
+
+    def visit_between(self, node: ast.Between) -> str:
+        return (f"{self.sub(node.operand)} {_not(node.negated)}BETWEEN {self.sub(node.low)} "
+                f"AND {self.sub(node.high)}")
+
+    def visit_unary(self, node: ast.Unary) -> str:
+        return f"{node.op}{self.sub(node.operand)}"
+
+    def visit_binary(self, node: ast.Binary) -> str:
+        return f"{self.sub(node.left)} {node.op} {self.sub(node.right)}"
+
+    def visit_call(self, node: ast.Call) -> str:
+        prefix = f"{node.vendor}:" if node.vendor is not None else ""
+        return f"{prefix}{node.name}({', '.join(self.sub(a) for a in node.args)})"
+
+
+def _not(negated: bool) -> str:
+    return "NOT " if negated else ""
+
+
 def to_sql(node: ast.Expr, dialect: Dialect = AMQP_SQL) -> str:
     """The normalised SQL text of an expression."""
-    def sub(n: ast.Expr) -> str:
-        return _operand(n, dialect)
-
-    not_ = "NOT " if getattr(node, "negated", False) else ""
-    match node:
-        case ast.Literal(value=value):
-            if isinstance(value, int) and not isinstance(value, bool) and value > 2**63 - 1:
-                return str(int(ulong(value)))
-            return _literal(value, dialect)
-        case ast.Field():
-            return _field(node, dialect)
-        case ast.Alias(name=name):
-            return name
-        case ast.Exists(field=target):
-            return f"EXISTS({to_sql(target, dialect)})"
-        case ast.And(operands=operands):
-            return " AND ".join(sub(o) for o in operands)
-        case ast.Or(operands=operands):
-            return " OR ".join(sub(o) for o in operands)
-        case ast.Not(operand=operand):
-            return f"NOT {sub(operand)}"
-        case ast.Compare(op=op, left=left, right=right):
-            return f"{sub(left)} {op} {sub(right)}"
-        case ast.IsNull(operand=operand):
-            return f"{sub(operand)} IS {not_}NULL"
-        case ast.Like(operand=operand, pattern=pattern, escape=escape):
-            text = f"{sub(operand)} {not_}LIKE {sub(pattern)}"
-            return text if escape is None else f"{text} ESCAPE {sub(escape)}"
-        case ast.In(operand=operand, items=items):
-            return f"{sub(operand)} {not_}IN ({', '.join(sub(i) for i in items)})"
-        case ast.Between(operand=operand, low=low, high=high):
-            return f"{sub(operand)} {not_}BETWEEN {sub(low)} AND {sub(high)}"
-        case ast.Unary(op=op, operand=operand):
-            return f"{op}{sub(operand)}"
-        case ast.Binary(op=op, left=left, right=right):
-            return f"{sub(left)} {op} {sub(right)}"
-        case ast.Call(name=name, args=args, vendor=vendor):
-            prefix = f"{vendor}:" if vendor is not None else ""
-            return f"{prefix}{name}({', '.join(sub(a) for a in args)})"
-    raise TypeError(f"not an expression: {node!r}")
+    return _Printer(dialect).visit(node)

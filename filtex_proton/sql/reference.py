@@ -1,7 +1,7 @@
 """A plain tree-walking interpreter: the executable reading of §6, kept simple.
 
 It is the baseline the compiler is measured against and the oracle it is
-tested against: no folding, no fast paths, one ``match`` per node, every
+tested against: no folding, no fast paths, one visitor handler per node, every
 operator through :mod:`filtex_proton.sql.values`. Field references are
 followed here independently of the compiler.
 """
@@ -16,6 +16,7 @@ from filtex_proton.sql import ast, values
 from filtex_proton.sql.dialects import AMQP_SQL, Dialect
 from filtex_proton.sql.functions import understood
 from filtex_proton.sql.like import LikeError, compile_like
+from filtex_proton.sql.visitor import Visitor
 
 __all__ = ["interpret", "interpret_truth"]
 
@@ -84,78 +85,101 @@ def _not(value: bool | None) -> bool | None:
     return None if value is None else not value
 
 
+class _Interpreter(Visitor[Any]):
+    """One message's values of expressions: each handler evaluates its node."""
+
+    def __init__(self, view: MessageView, dialect: Dialect) -> None:
+        self.view = view
+        self.dialect = dialect
+        self.compare = dialect.compare
+
+    def truth(self, node: ast.Expr) -> bool | None:
+        return values.truth(self.visit(node))
+
+    def visit_literal(self, node: ast.Literal) -> Any:
+        return node.value
+
+    def visit_field(self, node: ast.Field) -> Any:
+        found = _follow(node, self.view, self.dialect)
+        if found is _MISS:
+            found = HEADER_DEFAULTS.get(node.name) \
+                if node.section is Section.HEADER and not node.path else None
+        return _jms(found, self.dialect)
+
+    def visit_alias(self, node: ast.Alias) -> Any:
+        return _alias(node.name, self.view, self.dialect)
+
+    def visit_exists(self, node: ast.Exists) -> Any:
+        target = node.field
+        if isinstance(target, ast.Alias):
+            reads = self.dialect.aliases[target.name].reads
+            return any(self.view.has_field(s, f) for s, f in reads)
+        return _follow(target, self.view, self.dialect) is not _MISS
+
+    def visit_and(self, node: ast.And) -> Any:
+        return _and([self.truth(o) for o in node.operands])
+
+    def visit_or(self, node: ast.Or) -> Any:
+        return _or([self.truth(o) for o in node.operands])
+
+    def visit_not(self, node: ast.Not) -> Any:
+        return _not(self.truth(node.operand))
+
+    def visit_compare(self, node: ast.Compare) -> Any:
+        return self.compare(node.op, self.visit(node.left), self.visit(node.right))
+
+    def visit_is_null(self, node: ast.IsNull) -> Any:
+        return (self.visit(node.operand) is None) is not node.negated
+
+    def visit_like(self, node: ast.Like) -> Any:
+        escape = node.escape
+        text = values.text_of(self.visit(node.operand))
+        pattern_text = values.text_of(self.visit(node.pattern))
+        escape_text = None if escape is None else values.text_of(self.visit(escape))
+        if text is None or pattern_text is None or (escape is not None and escape_text is None):
+            return None
+        try:
+            return compile_like(pattern_text, escape_text)(text) is not node.negated
+        except LikeError:
+            return None
+
+    def visit_in(self, node: ast.In) -> Any:
+        subject = self.visit(node.operand)
+        if subject is None:
+            return None
+        found = _or([self.compare("=", subject, self.visit(i)) for i in node.items])
+        return _not(found) if node.negated else found
+
+    def visit_between(self, node: ast.Between) -> Any:
+        subject = self.visit(node.operand)
+        inside = _and([
+            self.compare(">=", subject, self.visit(node.low)),
+            self.compare("<=", subject, self.visit(node.high)),
+        ])
+        return _not(inside) if node.negated else inside
+
+    def visit_unary(self, node: ast.Unary) -> Any:
+        return values.negate(node.op, self.visit(node.operand))
+
+    def visit_binary(self, node: ast.Binary) -> Any:
+        left, right = self.visit(node.left), self.visit(node.right)
+        if node.op == "+":
+            return values.concat_or_add(left, right)
+        return values.arithmetic(node.op, left, right)
+
+    def visit_call(self, node: ast.Call) -> Any:
+        function = understood(node.name, node.vendor)
+        if function is None:  # §6.4.4.3: not understood, NULL; arguments not evaluated
+            return None
+        evaluated = [self.visit(a) for a in node.args]
+        if any(v is None for v in evaluated):
+            return None
+        return function.apply(*evaluated)
+
+
 def interpret(node: ast.Expr, view: MessageView, dialect: Dialect = AMQP_SQL) -> Any:
     """The value of an expression for one message."""
-    compare = dialect.compare
-
-    def value(n: ast.Expr) -> Any:
-        return interpret(n, view, dialect)
-
-    def truth(n: ast.Expr) -> bool | None:
-        return values.truth(value(n))
-
-    match node:
-        case ast.Literal(value=constant):
-            return constant
-        case ast.Field(section=section, name=name):
-            found = _follow(node, view, dialect)
-            if found is _MISS:
-                found = HEADER_DEFAULTS.get(name) if section is Section.HEADER and not node.path \
-                    else None
-            return _jms(found, dialect)
-        case ast.Alias(name=name):
-            return _alias(name, view, dialect)
-        case ast.Exists(field=ast.Alias(name=name)):
-            return any(view.has_field(s, f) for s, f in dialect.aliases[name].reads)
-        case ast.Exists(field=ast.Field() as target):
-            return _follow(target, view, dialect) is not _MISS
-        case ast.And(operands=operands):
-            return _and([truth(o) for o in operands])
-        case ast.Or(operands=operands):
-            return _or([truth(o) for o in operands])
-        case ast.Not(operand=operand):
-            return _not(truth(operand))
-        case ast.Compare(op=op, left=left, right=right):
-            return compare(op, value(left), value(right))
-        case ast.IsNull(operand=operand, negated=negated):
-            return (value(operand) is None) is not negated
-        case ast.Like(operand=operand, pattern=pattern, escape=escape, negated=negated):
-            text, pattern_text = values.text_of(value(operand)), values.text_of(value(pattern))
-            escape_text = None if escape is None else values.text_of(value(escape))
-            if text is None or pattern_text is None or (escape is not None and escape_text is None):
-                return None
-            try:
-                return compile_like(pattern_text, escape_text)(text) is not negated
-            except LikeError:
-                return None
-        case ast.In(operand=operand, items=items, negated=negated):
-            subject = value(operand)
-            if subject is None:
-                return None
-            found = _or([compare("=", subject, value(i)) for i in items])
-            return _not(found) if negated else found
-        case ast.Between(operand=operand, low=low, high=high, negated=negated):
-            subject = value(operand)
-            inside = _and([
-                compare(">=", subject, value(low)),
-                compare("<=", subject, value(high)),
-            ])
-            return _not(inside) if negated else inside
-        case ast.Unary(op=op, operand=operand):
-            return values.negate(op, value(operand))
-        case ast.Binary(op="+", left=left, right=right):
-            return values.concat_or_add(value(left), value(right))
-        case ast.Binary(op=op, left=left, right=right):
-            return values.arithmetic(op, value(left), value(right))
-        case ast.Call(name=name, vendor=vendor, args=args):
-            function = understood(name, vendor)
-            if function is None:  # §6.4.4.3: not understood, NULL; arguments not evaluated
-                return None
-            evaluated = [value(a) for a in args]
-            if any(v is None for v in evaluated):
-                return None
-            return function.apply(*evaluated)
-    raise TypeError(f"not an expression: {node!r}")
+    return _Interpreter(view, dialect).visit(node)
 
 
 def interpret_truth(node: ast.Expr, view: MessageView, dialect: Dialect = AMQP_SQL) -> bool | None:
