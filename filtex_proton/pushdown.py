@@ -37,6 +37,7 @@ from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet
 from filtex_proton.sql import JMS_SELECTOR, ast, compile_sql, iso8601
+from filtex_proton.sql.visitor import Visitor
 
 __all__ = ["MAX_SELECTOR_CHARS", "Pushdown", "is_jms_identifier", "pushdown"]
 
@@ -152,12 +153,17 @@ def _negate(part: _Part | None) -> _Part | None:
     return _Part(f"NOT ({part.text})", part.exact, atomic=False)
 
 
-class _Translator:
-    """Translates filters and SQL expressions; records why a piece stays local."""
+class _Translator(Visitor[_Part | None]):
+    """Translates filters and SQL expressions; records why a piece stays local.
+
+    An expression's handler reads the polarity it is under from ``self.positive``
+    (set by :meth:`expr`); a node with no sound JMS form says :meth:`untranslated`.
+    """
 
     def __init__(self) -> None:
         self.reasons: list[str] = []
         self.where = ""
+        self.positive = True
 
     def local(self, why: str) -> None:
         self.reasons.append(f"{self.where}: {why}")
@@ -237,32 +243,75 @@ class _Translator:
     # -- SQL expressions (§6) -----------------------------------------------------------
 
     def expr(self, node: ast.Expr, positive: bool) -> _Part | None:
-        match node:
-            case ast.And(operands=operands):
-                return _combine((self.expr(o, positive) for o in operands), "AND", positive, True)
-            case ast.Or(operands=operands):
-                return _combine((self.expr(o, positive) for o in operands), "OR", not positive,
-                                True)
-            case ast.Not(operand=operand):
-                return _negate(self.expr(operand, not positive))
-            case ast.Literal(value=bool() as value):
-                return _TRUE if value else _FALSE
-            case ast.Compare():
-                return self.compare(node, positive)
-            case ast.Between(operand=operand, low=low, high=high, negated=negated):
-                inside = ast.And((ast.Compare(">=", operand, low),
-                                  ast.Compare("<=", operand, high)))
-                return self.expr(ast.Not(inside) if negated else inside, positive)
-            case ast.IsNull(operand=operand, negated=negated):
-                name = _property(operand)
-                if name is not None:
-                    return _Part(f"{name} IS {'NOT ' if negated else ''}NULL", True)
-            case ast.Like():
-                return self.like(node)
-            case ast.In():
-                return self.in_list(node, positive)
+        """``node`` under an even (``positive``) or odd number of negations."""
+        outer, self.positive = self.positive, positive
+        try:
+            return self.visit(node)
+        finally:
+            self.positive = outer
+
+    def untranslated(self, node: ast.Expr) -> _Part | None:
+        """A piece JMS cannot express soundly stays local: the reason logged, no part."""
         self.local(f"{_shown(node)} is not translated")
         return None
+
+    def visit_and(self, node: ast.And) -> _Part | None:
+        positive = self.positive
+        return _combine((self.expr(o, positive) for o in node.operands), "AND", positive, True)
+
+    def visit_or(self, node: ast.Or) -> _Part | None:
+        positive = self.positive
+        return _combine((self.expr(o, positive) for o in node.operands), "OR", not positive,
+                        True)
+
+    def visit_not(self, node: ast.Not) -> _Part | None:
+        return _negate(self.expr(node.operand, not self.positive))
+
+    def visit_literal(self, node: ast.Literal) -> _Part | None:
+        if isinstance(node.value, bool):
+            return _TRUE if node.value else _FALSE
+        return self.untranslated(node)
+
+    def visit_compare(self, node: ast.Compare) -> _Part | None:
+        return self.compare(node, self.positive)
+
+    def visit_between(self, node: ast.Between) -> _Part | None:
+        operand = node.operand
+        inside = ast.And((ast.Compare(">=", operand, node.low),
+                          ast.Compare("<=", operand, node.high)))
+        return self.expr(ast.Not(inside) if node.negated else inside, self.positive)
+
+    def visit_is_null(self, node: ast.IsNull) -> _Part | None:
+        name = _property(node.operand)
+        if name is None:
+            return self.untranslated(node)
+        return _Part(f"{name} IS {'NOT ' if node.negated else ''}NULL", True)
+
+    def visit_like(self, node: ast.Like) -> _Part | None:
+        return self.like(node)
+
+    def visit_in(self, node: ast.In) -> _Part | None:
+        return self.in_list(node, self.positive)
+
+    # A value, not a predicate, or a predicate JMS selectors read differently: local.
+
+    def visit_field(self, node: ast.Field) -> _Part | None:
+        return self.untranslated(node)
+
+    def visit_alias(self, node: ast.Alias) -> _Part | None:
+        return self.untranslated(node)
+
+    def visit_exists(self, node: ast.Exists) -> _Part | None:
+        return self.untranslated(node)
+
+    def visit_unary(self, node: ast.Unary) -> _Part | None:
+        return self.untranslated(node)
+
+    def visit_binary(self, node: ast.Binary) -> _Part | None:
+        return self.untranslated(node)
+
+    def visit_call(self, node: ast.Call) -> _Part | None:
+        return self.untranslated(node)
 
     def compare(self, node: ast.Compare, positive: bool) -> _Part | None:
         op = "<>" if node.op == "!=" else node.op
@@ -287,8 +336,7 @@ class _Translator:
                 part = None
             if part is not None:
                 return part
-        self.local(f"{_shown(node)} is not translated")
-        return None
+        return self.untranslated(node)
 
     def like(self, node: ast.Like) -> _Part | None:
         name = _property(node.operand)
@@ -301,8 +349,7 @@ class _Translator:
             tail = "" if escape is None else f" ESCAPE {_quote(str(escape.value))}"
             negated = "NOT " if node.negated else ""
             return _Part(f"{name} {negated}LIKE {_quote(str(pattern.value))}{tail}", True)
-        self.local(f"{_shown(node)} is not translated")
-        return None
+        return self.untranslated(node)
 
     def in_list(self, node: ast.In, positive: bool) -> _Part | None:
         # JMS 2.0 §3.8.1.1: IN lists hold string literals only.
@@ -312,8 +359,7 @@ class _Translator:
                  and kind_of(item.value) in (Kind.STRING, Kind.SYMBOL)
                  and iso8601.to_millis(str(item.value)) is None]
         if name is None or not texts or len(texts) != len(node.items):
-            self.local(f"{_shown(node)} is not translated")
-            return None
+            return self.untranslated(node)
         negated = "NOT " if node.negated else ""
         listed = ", ".join(_quote(str(text)) for text in texts)
         return _Part(f"{name} {negated}IN ({listed})", positive and not node.negated)
