@@ -53,6 +53,7 @@ from filtex_proton.sql.compiler import compile_expression
 from filtex_proton.sql.dialects import AMQP_SQL, JMS_SELECTOR, Dialect
 from filtex_proton.sql.functions import understood
 from filtex_proton.sql.like import LikeError, _segments, compile_like
+from filtex_proton.sql.visitor import Visitor
 
 __all__ = ["Pred", "Translator", "UntranslatableError"]
 
@@ -556,7 +557,11 @@ def _reads_message(node: ast.Expr | ast.Reference) -> bool:
     return False
 
 
-class SqlTranslator:
+_ARITHMETIC: Final = ("arithmetic on message fields (overflow to NaN, exact decimals) is "
+                      "evaluated by the engine")
+
+
+class SqlTranslator(Visitor[Value]):
     """One SQL filter's AST (AMQP SQL dialect) to a three-valued Spark predicate."""
 
     def __init__(self, dialect: Dialect, now_ms: int) -> None:
@@ -579,48 +584,72 @@ class SqlTranslator:
                 return _const_value(compile_expression(node, self.dialect)(_NO_VIEW))
             except Exception as exc:  # would be an evaluation error: NULL for the whole filter
                 raise UntranslatableError(f"constant expression fails: {exc}") from None
-        match node:
-            case ast.Field(section=section, name=name, path=()):
-                read = field_value(section, name)
-                return jms_view(read) if self.dialect.value_view is not None else read
-            case ast.Alias(name=name):
-                return _alias(name)
-            case ast.Exists(field=ast.Alias(name=name)):
-                return _predicate(ir.or_(*(_exists(s, n)
-                                           for s, n in self.dialect.aliases[name].reads)))
-            case ast.Field():
-                raise UntranslatableError("map and list references (a.x.y, a.x[0]) read nested "
-                                     "values, which the archive keeps encoded")
-            case ast.And(operands=operands):
-                return _predicate(ir.and_(*(truth(self.value(o)) for o in operands)))
-            case ast.Or(operands=operands):
-                return _predicate(ir.or_(*(truth(self.value(o)) for o in operands)))
-            case ast.Not(operand=operand):
-                return _predicate(ir.not_(truth(self.value(operand))))
-            case ast.Compare(op=op, left=left, right=right):
-                return _predicate(compare(op, self.value(left), self.value(right), self.dialect))
-            case ast.IsNull(operand=operand, negated=negated):
-                test = null_test(self.value(operand))
-                return _predicate(ir.not_(test) if negated else test)
-            case ast.Exists(field=ast.Field(section=section, name=name, path=())):
-                return _predicate(_exists(section, name))
-            case ast.Like():
-                return _predicate(self._like(node))
-            case ast.In(operand=operand, items=items, negated=negated):
-                found = self._in(self.value(operand), [self.value(i) for i in items])
-                return _predicate(ir.not_(found) if negated else found)
-            case ast.Between(operand=operand, low=low, high=high, negated=negated):
-                subject = self.value(operand)
-                inside = ir.and_(compare(">=", subject, self.value(low), self.dialect),
-                                 compare("<=", subject, self.value(high), self.dialect))
-                return _predicate(ir.not_(inside) if negated else inside)
-            case ast.Unary() | ast.Binary():
-                raise UntranslatableError("arithmetic on message fields (overflow to NaN, exact "
-                                     "decimals) is evaluated by the engine")
-            case ast.Call(name=name):
-                raise UntranslatableError(
-                    f"function {name}() on message fields is evaluated by the engine")
-        raise UntranslatableError(f"{type(node).__name__} is evaluated by the engine")
+        return self.visit(node)
+
+    # One handler per node class; what Spark cannot evaluate exactly raises
+    # UntranslatableError (the engine evaluates that filter), never a guess.
+
+    def visit_literal(self, node: ast.Literal) -> Value:
+        return _const_value(node.value)  # folded in value(); here for completeness
+
+    def visit_field(self, node: ast.Field) -> Value:
+        if node.path:
+            raise UntranslatableError("map and list references (a.x.y, a.x[0]) read nested "
+                                      "values, which the archive keeps encoded")
+        read = field_value(node.section, node.name)
+        return jms_view(read) if self.dialect.value_view is not None else read
+
+    def visit_alias(self, node: ast.Alias) -> Value:
+        return _alias(node.name)
+
+    def visit_exists(self, node: ast.Exists) -> Value:
+        target = node.field
+        if isinstance(target, ast.Alias):
+            return _predicate(ir.or_(*(_exists(s, n)
+                                       for s, n in self.dialect.aliases[target.name].reads)))
+        if target.path:
+            raise UntranslatableError("Exists is evaluated by the engine")
+        return _predicate(_exists(target.section, target.name))
+
+    def visit_and(self, node: ast.And) -> Value:
+        return _predicate(ir.and_(*(truth(self.value(o)) for o in node.operands)))
+
+    def visit_or(self, node: ast.Or) -> Value:
+        return _predicate(ir.or_(*(truth(self.value(o)) for o in node.operands)))
+
+    def visit_not(self, node: ast.Not) -> Value:
+        return _predicate(ir.not_(truth(self.value(node.operand))))
+
+    def visit_compare(self, node: ast.Compare) -> Value:
+        return _predicate(compare(node.op, self.value(node.left), self.value(node.right),
+                                  self.dialect))
+
+    def visit_is_null(self, node: ast.IsNull) -> Value:
+        test = null_test(self.value(node.operand))
+        return _predicate(ir.not_(test) if node.negated else test)
+
+    def visit_like(self, node: ast.Like) -> Value:
+        return _predicate(self._like(node))
+
+    def visit_in(self, node: ast.In) -> Value:
+        found = self._in(self.value(node.operand), [self.value(i) for i in node.items])
+        return _predicate(ir.not_(found) if node.negated else found)
+
+    def visit_between(self, node: ast.Between) -> Value:
+        subject = self.value(node.operand)
+        inside = ir.and_(compare(">=", subject, self.value(node.low), self.dialect),
+                         compare("<=", subject, self.value(node.high), self.dialect))
+        return _predicate(ir.not_(inside) if node.negated else inside)
+
+    def visit_unary(self, node: ast.Unary) -> Value:
+        raise UntranslatableError(_ARITHMETIC)
+
+    def visit_binary(self, node: ast.Binary) -> Value:
+        raise UntranslatableError(_ARITHMETIC)
+
+    def visit_call(self, node: ast.Call) -> Value:
+        raise UntranslatableError(
+            f"function {node.name}() on message fields is evaluated by the engine")
 
     def _like(self, node: ast.Like) -> ir.Expr:
         pattern = self.value(node.pattern)
