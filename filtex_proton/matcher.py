@@ -155,7 +155,8 @@ Condition: TypeAlias = tuple[tuple[Atom, ...], ...]
 ALWAYS: Final[Condition] = ((),)
 NEVER: Final[Condition] = ()
 
-# Which kind of atom serves best as the one an entry is indexed by (lowest first).
+# Which kind of atom is the broader (lowest first): the order of an entry's other atoms, and
+# the anchor among atoms whose buckets cost the same (NodeMatcher._cost).
 _RANK: Final[dict[type, int]] = {
     FieldEquals: 0, FieldPrefix: 1, FieldRange: 2, FieldNull: 3, FieldExists: 4, FieldNotNull: 5,
 }
@@ -678,19 +679,27 @@ class _Slot:
     that a slot holding only such entries costs one lookup (``simple``).
     """
 
-    __slots__ = ("default", "eq_prop", "eq_sql", "exists", "highs", "key", "lows", "notnull",
-                 "null", "prefix_lengths", "prefixes", "section", "simple", "size")
+    __slots__ = ("bands", "default", "eq_prop", "eq_sql", "exists", "highs", "key", "lows",
+                 "notnull", "null", "prefix_lengths", "prefixes", "section", "simple", "size")
 
     def __init__(self, section: Section, key: Any) -> None:
         self.section = section
         self.key = key
         self.default = HEADER_DEFAULTS.get(key) if section is Section.HEADER else None
+        # Equality buckets are keyed by value_key, except that a string's ("s", text) is
+        # kept as the plain text (no tuple to build per message; a str never equals a tuple).
         self.eq_sql: dict[Hashable, Bucket] = {}
         self.eq_prop: dict[Hashable, Bucket] = {}
         self.prefixes: dict[tuple[str, str], Bucket] = {}
         self.prefix_lengths: dict[tuple[str, int], int] = {}
         self.lows: list[tuple[float, int, _Entry[Any]]] = []
+        """Ranges with a low bound only, by bound: a value's hits are a prefix."""
         self.highs: list[tuple[float, int, _Entry[Any]]] = []
+        """Ranges with a high bound only, by bound: a value's hits are a suffix."""
+        self.bands: dict[float, list[tuple[float, int, _Entry[Any]]]] = {}
+        """Ranges with both bounds, by width class (a power of two above the width, or
+        inf) and then by low bound: a value x can only be in those whose low lies in
+        [x - class, x], found by bisection instead of a scan of every range."""
         self.null: Bucket = {}
         self.notnull: Bucket = {}
         self.exists: Bucket = {}
@@ -699,7 +708,37 @@ class _Slot:
 
     def _update(self) -> None:
         self.simple = not (self.eq_prop or self.prefixes or self.lows or self.highs
-                           or self.null or self.notnull or self.exists)
+                           or self.bands or self.null or self.notnull or self.exists)
+
+    def cost(self, atom: Atom) -> float:
+        """How many entries a hit on ``atom`` would share its bucket with, weighted by how
+        broad the atom's kind is: the anchor of a conjunction is its cheapest atom."""
+        if type(atom) is FieldEquals:
+            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
+            return float(sum(len(by_key.get(_ikey(key), _NO_ENTRIES)) + 1 for key in atom.keys))
+        if type(atom) is FieldPrefix:
+            bucket = self.prefixes.get((atom.field.rules, atom.prefix), _NO_ENTRIES)
+            return 2.0 * (len(bucket) + 1)
+        if type(atom) is FieldRange:
+            if atom.low is None or atom.high is None:
+                return 8.0 * (len(self.lows if atom.high is None else self.highs) + 1)
+            window = _band(atom.low, atom.high)
+            band = self.bands.get(window, [])
+            if window == math.inf:
+                return 8.0 * (len(band) + 1)
+            near = bisect.bisect_right(band, (atom.high, math.inf)) - bisect.bisect_left(
+                band, (atom.low - window,))
+            return 2.0 * (near + 1)
+        if type(atom) is FieldNull:
+            return 16.0 * (len(self.null) + 1)
+        return 32.0 * (len(self._bucket(atom)) + 1)
+
+    def _ranges(self, atom: FieldRange) -> list[tuple[float, int, _Entry[Any]]]:
+        if atom.high is None:
+            return self.lows
+        if atom.low is None:
+            return self.highs
+        return self.bands.setdefault(_band(atom.low, atom.high), [])
 
     def add(self, entry: _Entry[Any]) -> None:
         atom = entry.anchor
@@ -707,18 +746,16 @@ class _Slot:
         if type(atom) is FieldEquals:
             by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
             for key in atom.keys:
-                by_key.setdefault(key, {})[entry] = None
+                by_key.setdefault(_ikey(key), {})[entry] = None
         elif type(atom) is FieldPrefix:
             rules = atom.field.rules
             self.prefixes.setdefault((rules, atom.prefix), {})[entry] = None
             length = (rules, len(atom.prefix))
             self.prefix_lengths[length] = self.prefix_lengths.get(length, 0) + 1
         elif type(atom) is FieldRange:
-            if atom.low is not None:
-                bisect.insort(self.lows, (atom.low, entry.sort, entry))
-            else:
-                assert atom.high is not None
-                bisect.insort(self.highs, (atom.high, entry.sort, entry))
+            bound = atom.high if atom.low is None else atom.low
+            assert bound is not None
+            bisect.insort(self._ranges(atom), (bound, entry.sort, entry))
         else:
             self._bucket(atom)[entry] = None
         self._update()
@@ -729,10 +766,11 @@ class _Slot:
         if type(atom) is FieldEquals:
             by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
             for key in atom.keys:
-                bucket = by_key[key]
+                ikey = _ikey(key)
+                bucket = by_key[ikey]
                 del bucket[entry]
                 if not bucket:
-                    del by_key[key]
+                    del by_key[ikey]
         elif type(atom) is FieldPrefix:
             rules = atom.field.rules
             bucket = self.prefixes[(rules, atom.prefix)]
@@ -744,9 +782,11 @@ class _Slot:
             if not self.prefix_lengths[length]:
                 del self.prefix_lengths[length]
         elif type(atom) is FieldRange:
-            ranges = self.lows if atom.low is not None else self.highs
-            bound = atom.low if atom.low is not None else atom.high
+            ranges = self._ranges(atom)
+            bound = atom.high if atom.low is None else atom.low
             del ranges[bisect.bisect_left(ranges, (bound, entry.sort))]
+            if not ranges and atom.low is not None and atom.high is not None:
+                del self.bands[_band(atom.low, atom.high)]
         else:
             del self._bucket(atom)[entry]
         self._update()
@@ -761,9 +801,9 @@ class _Slot:
         value = self.default if raw is MISSING else raw
         if self.simple:
             if type(value) is str:
-                return self.eq_sql.get(("s", value), _NO_ENTRIES)
+                return self.eq_sql.get(value, _NO_ENTRIES)
             key = value_key(value, "sql")
-            return _NO_ENTRIES if key is None else self.eq_sql.get(key, _NO_ENTRIES)
+            return _NO_ENTRIES if key is None else self.eq_sql.get(_ikey(key), _NO_ENTRIES)
         found: list[_Entry[Any]] = []
         if raw is not MISSING:
             found.extend(self.exists)
@@ -774,28 +814,51 @@ class _Slot:
         if self.eq_sql:
             key = value_key(value, "sql")
             if key is not None:
-                found.extend(self.eq_sql.get(key, _NO_ENTRIES))
+                found.extend(self.eq_sql.get(_ikey(key), _NO_ENTRIES))
         if self.eq_prop:
             key = value_key(value, "property")
             if key is not None:
-                found.extend(self.eq_prop.get(key, _NO_ENTRIES))
+                found.extend(self.eq_prop.get(_ikey(key), _NO_ENTRIES))
         if self.prefixes:
             texts = {"sql": _text(value, "sql"), "property": _text(value, "property")}
             for rules, length in self.prefix_lengths:
                 text = texts[rules]
                 if text is not None and length <= len(text):
                     found.extend(self.prefixes.get((rules, text[:length]), _NO_ENTRIES))
-        if self.lows or self.highs:
+        if self.lows or self.highs or self.bands:
             number = _number(value)
             if number is not None:
-                for _low, _sort, entry in self.lows[:bisect.bisect_right(
-                        self.lows, (number, math.inf))]:
-                    high = entry.anchor.high  # type: ignore[union-attr]
-                    if high is None or number <= high:
-                        found.append(entry)
-                found.extend(entry for _high, _sort, entry in self.highs[bisect.bisect_left(
-                    self.highs, (number, -1)):])
+                lows = self.lows
+                found.extend(entry for _low, _sort, entry in lows[:bisect.bisect_right(
+                    lows, (number, math.inf))])
+                highs = self.highs
+                found.extend(entry for _high, _sort, entry in highs[bisect.bisect_left(
+                    highs, (number, -1)):])
+                for window, band in self.bands.items():
+                    start = 0 if window == math.inf else bisect.bisect_left(
+                        band, (number - window,))
+                    for _low, _sort, entry in band[start:bisect.bisect_right(
+                            band, (number, math.inf))]:
+                        if number <= entry.anchor.high:  # type: ignore[union-attr,operator]
+                            found.append(entry)
         return found
+
+
+_EMPTY_SLOT: Final = _Slot(Section.APPLICATION_PROPERTIES, None)
+
+
+def _ikey(key: Hashable) -> Hashable:
+    """An equality bucket's key for a value_key: a string's text alone."""
+    return key[1] if type(key) is tuple and key[0] == "s" else key
+
+
+def _band(low: float, high: float) -> float:
+    """The width class of a range with both bounds: a power of two at least twice its
+    width (so that rounding in ``x - class`` cannot lose one), or inf."""
+    width = high - low
+    if not math.isfinite(width):
+        return math.inf
+    return math.ldexp(1.0, math.frexp(width)[1] + 1)
 
 
 @dataclass(slots=True)
@@ -873,14 +936,21 @@ class NodeMatcher(Generic[K]):
             return
         for conjunction in condition:
             ordered = sorted(conjunction, key=lambda atom: _RANK[type(atom)])
+            anchor = min(ordered, key=self._cost)  # the first of the cheapest
             self._seq += 1
-            entry = _Entry(registration, ordered[0], tuple(ordered[1:]), self._seq)
+            entry = _Entry(registration, anchor, tuple(a for a in ordered if a is not anchor),
+                           self._seq)
             registration.entries.append(entry)
-            slot_key = (entry.anchor.field.section, entry.anchor.field.key)
+            slot_key = (anchor.field.section, anchor.field.key)
             slot = self._slots.get(slot_key)
             if slot is None:
                 slot = self._slots[slot_key] = _Slot(*slot_key)
             slot.add(entry)
+
+    def _cost(self, atom: Atom) -> float:
+        """What anchoring on ``atom`` would cost a message that hits it (see _Slot.cost)."""
+        slot = self._slots.get((atom.field.section, atom.field.key))
+        return (slot or _EMPTY_SLOT).cost(atom)
 
     def unregister(self, key: K) -> None:
         """Forget a link; unknown keys are ignored (a detach may race a refusal)."""
