@@ -125,6 +125,9 @@ class BrokerConfig:
     """None: only if every listener is loopback and there is no users file."""
     allow_plain_without_tls: bool = False
     auth_timeout: float = 10.0
+    event_loop: str = "auto"
+    """``auto``: the fast loop on a tested python-qpid-proton, else proton's stock Container
+    (with a warning); ``fast``; ``stock`` (docs/BROKER.md "Performance")."""
 
 
 # name -> (type converter, help) for the scalar broker settings; the flags,
@@ -170,6 +173,8 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "allow_plain_without_tls": (bool, "offer PLAIN on plaintext connections from non-loopback "
                                 "peers (passwords in clear text)"),
     "auth_timeout": (float, "seconds a new connection has to finish TLS and SASL"),
+    "event_loop": (str, "auto (the fast loop on a tested python-qpid-proton, else proton's "
+                   "stock Container), fast or stock"),
 }
 
 
@@ -389,6 +394,8 @@ def _validate(config: BrokerConfig) -> None:
     if config.upstream_selector not in ("auto", "always", "never"):
         raise ConfigError(f"upstream_selector {config.upstream_selector!r} is not auto, always "
                           "or never")
+    if config.event_loop not in ("auto", "fast", "stock"):
+        raise ConfigError(f"event_loop {config.event_loop!r} is not auto, fast or stock")
     if config.upstream_non_match not in ("auto", "modified", "hold"):
         raise ConfigError(f"upstream_non_match {config.upstream_non_match!r} is not auto, "
                           "modified or hold")

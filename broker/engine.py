@@ -2,22 +2,26 @@
 
 The Python wrappers (``Delivery``, ``Link``, ``Event``) cost microseconds each:
 every event builds five wrapper objects. On the per-message path the broker
-calls the same C functions the wrappers call (``cproton_ffi.lib``), with the
-raw ``pn_link_t *`` / ``pn_delivery_t *`` pointers; everything else keeps
-using the public Python API.
+calls the same C functions the wrappers call (``cproton_ffi.lib``, imported
+and checked in :mod:`broker.proton_internals`), with the raw ``pn_link_t *`` /
+``pn_delivery_t *`` pointers; everything else keeps using the public Python API.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from cproton_ffi import ffi as _ffi  # type: ignore[import-not-found]
-from cproton_ffi import lib as _lib
 from proton import Delivery
+
+from broker.proton_internals import ffi as _ffi
+from broker.proton_internals import impl, require_engine
+from broker.proton_internals import lib as _lib
+
+require_engine()  # a clear message naming the tested versions, not an AttributeError later
 
 __all__ = [
     "ACCEPTED", "MODIFIED", "NULL", "PN_DELIVERY", "PN_EOS", "PN_LINK_FLOW", "PN_TRANSPORT",
-    "REJECTED", "RELEASED", "TERMINAL", "ReceiveBuffer", "ffi", "lib", "send_bytes",
+    "REJECTED", "RELEASED", "TERMINAL", "ReceiveBuffer", "ffi", "impl", "lib", "send_bytes",
     "wrap_delivery",
 ]
 

@@ -23,9 +23,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from proton import Handler, Transport, Url
-from proton._handlers import IOHandler
-from proton._io import IO
 
+from broker import proton_internals as internals
 from broker.auth import AccessPolicy, ConnectionFacts, Identity, PlainCheck
 from broker.sasl import SYS_TEMP, Outcome, SaslServer, State
 from broker.tls import TlsSocket, peer_identity
@@ -112,10 +111,10 @@ class SecureAcceptor(Handler):
         self._container = container
         self._gate = gate
         self._tls = tls
-        sock = IO.listen(host, port)
+        sock = internals.listen(host, port)
         selectable: Any = container.selectable(handler=cast(Any, self), delegate=sock)
         selectable.reading = True
-        selectable._transport = None
+        internals.unbind_transport(selectable)
         self._selectable = selectable
         container.update(selectable)
 
@@ -126,7 +125,7 @@ class SecureAcceptor(Handler):
 
     def on_selectable_readable(self, event: Event) -> None:
         try:
-            sock, address = IO.accept(self._selectable)
+            sock, address = internals.accept(self._selectable)
         except BlockingIOError:
             return
         except OSError as exc:
@@ -164,7 +163,7 @@ class Handshake(Handler):
         selectable: Any = container.selectable(handler=cast(Any, self),
                                                delegate=self.stream)
         selectable.reading = True
-        selectable._transport = None
+        internals.unbind_transport(selectable)
         self.selectable = selectable
         container.update(selectable)
         self.timer = container.schedule(self.gate.timeout, self)
@@ -328,7 +327,7 @@ class Handshake(Handler):
         principal = identity.principal()
         container = self.container
         connection: Any = container.connection(container.handler)
-        connection._acceptor = self.acceptor  # proton: "this connection has its socket"
+        internals.mark_accepted(connection, self.acceptor)  # "this connection has its socket"
         connection.url = Url(  # type: ignore[no-untyped-call]
             host=str(self.address[0]), port=int(self.address[1]))
         connection.broker_identity = identity
@@ -336,14 +335,13 @@ class Handshake(Handler):
         transport.bind(connection)
         selectable = self.selectable
         selectable.handler = None
-        selectable._transport = transport
-        transport._selectable = selectable
+        internals.bind_transport(selectable, transport)
         if self.tls is not None:
             self.tls.selectable = selectable
             if self.tls.sock.pending():
                 container.buffered.add(selectable)
         if sasl.leftover:
             transport.push(sasl.leftover)
-        IOHandler.update(transport, selectable, container.now)
+        internals.update_io(transport, selectable, container.now)
         log.info("authenticated: peer=%s tls=%s mechanism=%s user=%s", self.peer,
                  self.tls is not None, sasl.mechanism, principal.name)

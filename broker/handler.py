@@ -178,16 +178,15 @@ class BrokerHandler(Handler):
         link = event.link
         if delivery is None or link is None:
             return
-        state = link_state(link)
-        if state is not None:  # only without the fast container (see broker.reactor)
-            state.on_raw_delivery(delivery._impl)
-        elif delivery.readable or delivery.updated:
-            delivery.settle()  # a late delivery on a link we have let go of
+        if getattr(link, "broker_routed", False):
+            return  # the stock loop's router serves it (the fast loop never gets here)
+        if delivery.readable or delivery.updated:
+            delivery.settle()  # a late delivery on a link we have let go of (or that failed)
 
     @guarded
     def on_link_flow(self, event: Event) -> None:
         link = event.link
-        if link is not None and link.is_sender:
+        if link is not None and link.is_sender and not getattr(link, "broker_routed", False):
             state = link_state(link)
             if state is not None:
                 state.on_flow()

@@ -5,7 +5,8 @@ cannot take a file descriptor above ``FD_SETSIZE`` - 1 (1023): with about a
 thousand connections open, or a thousand files, the next wait raises
 ``ValueError: filedescriptor out of range`` and the event loop ends. This
 subclass keeps proton's bookkeeping (the reading and writing sets, the
-deadlines of timers) and only waits differently.
+deadlines of timers) and only waits differently. That bookkeeping is proton's
+private state: its names are listed and checked in :mod:`broker.proton_internals`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import select
 import time
 from typing import Any, Final
 
-from proton._io import IO
+from broker.proton_internals import IO, set_selector
 
 __all__ = ["PollSelector", "install"]
 
@@ -69,9 +70,5 @@ class PollSelector(IO.Selector):
 
 def install(io_handler: Any) -> PollSelector:
     """Put a :class:`PollSelector` in proton's IO handler, keeping what it already watches."""
-    old = io_handler._selector
-    selector = PollSelector()
-    for selectable in list(old._selectables):
-        selector.add(selectable)
-    io_handler._selector = selector
+    selector: PollSelector = set_selector(io_handler, PollSelector)
     return selector

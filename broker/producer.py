@@ -24,7 +24,7 @@ from typing import Any, Final
 from proton import Condition, Receiver
 
 from broker.archiving import Archiver
-from broker.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, lib, wrap_delivery
+from broker.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, impl, lib, wrap_delivery
 from broker.log_rate import due
 from broker.node import Node
 from broker.registry import Registry
@@ -101,7 +101,7 @@ class Producer:
         archive: Archiver | None = None,
     ) -> None:
         self.link = link
-        self.impl: Any = link._impl
+        self.impl: Any = impl(link)
         """The ``pn_link_t *`` the hot path talks to."""
         self.name: str = link.name
         self.node = node

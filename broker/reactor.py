@@ -16,20 +16,30 @@ handlers, timers and selectables, but:
   their events).
 
 The rules are the IO handler's (``proton._handlers.IOHandler``); only the
-event round trips are gone.
+event round trips are gone. It reads and drives its base class's private state
+and proton's selectables: every such name is listed and checked at start-up in
+:mod:`broker.proton_internals`, and :mod:`broker.loops` runs this loop only on
+the python-qpid-proton versions it is tested with.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from proton import Condition, Endpoint, Event, Link, Transport
-from proton._handlers import ConnectSelectable
 from proton.reactor import Container
 
-from broker.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, lib
+from broker.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, impl, lib
+from broker.loops import FastLink
 from broker.poller import install as install_poll_selector
+from broker.proton_internals import (
+    ConnectSelectable,
+    delegate,
+    detach_transport,
+    io_base,
+    transport_of,
+)
 
 __all__ = ["FastContainer", "FastLink"]
 
@@ -49,23 +59,16 @@ def _plain(selectable: Any) -> bool:
     return not isinstance(selectable, ConnectSelectable) and selectable.handler is None
 
 
-class FastLink(Protocol):
-    """What a registered link's state answers, with raw ``pn_delivery_t *`` pointers."""
-
-    def on_raw_delivery(self, delivery: Any) -> None: ...
-
-    def on_flow(self) -> None: ...
-
-
 class FastContainer(Container):
     """A :class:`proton.reactor.Container` with a fast path for registered links and IO."""
+
+    fast = True
 
     def __init__(self, *handlers: Any, **kwargs: Any) -> None:
         super().__init__(*handlers, **kwargs)
         self._fast: dict[Any, tuple[FastLink, Link]] = {}
         self._dirty: dict[Any, None] = {}
-        io: Any = self.global_handler  # GlobalOverrides around proton's IOHandler
-        self._selector: Any = install_poll_selector(io.base)  # select(2) stops at fd 1023
+        self._selector: Any = install_poll_selector(io_base(self))  # select(2) stops at fd 1023
         self._out_size = 65536
         self._out: Any = ffi.new("char[]", self._out_size)
         self.buffered: set[Any] = set()
@@ -75,10 +78,12 @@ class FastContainer(Container):
 
     def register(self, link: Link, state: FastLink) -> None:
         """Send this link's deliveries and flow straight to ``state``."""
-        self._fast[link._impl] = (state, link)
+        self._fast[impl(link)] = (state, link)
+        link.broker_routed = True
 
     def unregister(self, link: Link) -> None:
-        self._fast.pop(link._impl, None)
+        self._fast.pop(impl(link), None)
+        link.broker_routed = False
 
     def _fail(self, link: Link, exc: Exception) -> None:
         log.exception("internal error on link %r", link.name)
@@ -91,13 +96,12 @@ class FastContainer(Container):
 
     def _update(self, transport: Transport, selectable: Any) -> None:
         """Tell the selector what the transport wants now (IOHandler.update)."""
-        impl = transport._impl
-        selectable.reading = lib.pn_transport_capacity(impl) > 0
-        selectable.writing = lib.pn_transport_pending(impl) > 0
-        if lib.pn_transport_closed(impl):
+        raw = impl(transport)
+        selectable.reading = lib.pn_transport_capacity(raw) > 0
+        selectable.writing = lib.pn_transport_pending(raw) > 0
+        if lib.pn_transport_closed(raw):
             selectable.terminate()
-            selectable._transport = None
-            transport._selectable = None
+            detach_transport(selectable, transport)
         selectable.deadline = transport.tick(self.now)
         if selectable.is_terminal:
             selectable.update()  # queues the final event: the IO handler closes the socket
@@ -108,23 +112,24 @@ class FastContainer(Container):
         """Update the selectable of every transport that changed (once each)."""
         dirty = list(self._dirty)
         self._dirty.clear()
-        for impl in dirty:
-            transport = Transport.wrap(impl)
-            lib.pn_decref(impl)
+        for raw in dirty:
+            transport = Transport.wrap(raw)
+            lib.pn_decref(raw)
             selectable = getattr(transport, "_selectable", None)
             if transport is not None and selectable is not None and not selectable.is_terminal:
                 self._update(transport, selectable)
 
     def _read(self, selectable: Any, transport: Transport) -> None:
         """Read what the socket has (up to a bound, so one busy peer cannot starve others)."""
-        impl = transport._impl
+        raw = impl(transport)
+        sock = delegate(selectable)
         budget = _READ_BUDGET
         while budget > 0:
-            capacity = lib.pn_transport_capacity(impl)
+            capacity = lib.pn_transport_capacity(raw)
             if capacity <= 0:
                 break
             try:
-                data = selectable._delegate.recv(capacity)
+                data = sock.recv(capacity)
             except BlockingIOError:
                 break
             except OSError as exc:
@@ -135,34 +140,33 @@ class FastContainer(Container):
                 transport.close_head()
                 transport.close_tail()
                 selectable.terminate()
-                selectable._transport = None
-                transport._selectable = None
+                detach_transport(selectable, transport)
                 selectable.update()
                 return
-            lib.pn_transport_push(impl, ffi.from_buffer(data), len(data))
+            lib.pn_transport_push(raw, ffi.from_buffer(data), len(data))
             if len(data) < capacity:
                 break  # the socket is drained
             budget -= len(data)
         self._update(transport, selectable)
 
     def _write(self, selectable: Any, transport: Transport) -> None:
-        impl = transport._impl
-        pending = lib.pn_transport_pending(impl)
+        raw = impl(transport)
+        pending = lib.pn_transport_pending(raw)
         if pending > 0:
             if pending > self._out_size:
                 self._out_size = max(pending, 2 * self._out_size)
                 self._out = ffi.new("char[]", self._out_size)
             out = self._out
-            size = lib.pn_transport_peek(impl, out, pending)
+            size = lib.pn_transport_peek(raw, out, pending)
             try:
-                sent = selectable._delegate.send(ffi.buffer(out, pending if size >= 0 else 0))
-                lib.pn_transport_pop(impl, sent)
+                sent = delegate(selectable).send(ffi.buffer(out, pending if size >= 0 else 0))
+                lib.pn_transport_pop(raw, sent)
             except BlockingIOError:
                 pass
             except OSError as exc:
                 log.info("socket write failed: %s", exc)
                 transport.close_head()
-        if lib.pn_transport_pending(impl) != pending:
+        if lib.pn_transport_pending(raw) != pending:
             self._update(transport, selectable)
 
     def _io_round(self) -> None:
@@ -175,13 +179,13 @@ class FastContainer(Container):
             readable = list({*readable, *buffered})
         self.mark()
         for selectable in readable:
-            transport = selectable.__dict__.get("_transport")
+            transport = transport_of(selectable)
             if transport is not None and _plain(selectable):
                 self._read(selectable, transport)
             else:
                 selectable.readable()
         for selectable in writable:
-            transport = selectable.__dict__.get("_transport")
+            transport = transport_of(selectable)
             if transport is not None and _plain(selectable):
                 self._write(selectable, transport)
             else:
@@ -196,7 +200,7 @@ class FastContainer(Container):
         """One pass of the event loop (see proton's ``Reactor.process``)."""
         self.mark()
         previous: Any = _NO_EVENT
-        collector = self._collector._impl
+        collector = impl(self._collector)
         peek = lib.pn_collector_peek
         pop = lib.pn_collector_pop
         event_type = lib.pn_event_type
@@ -227,10 +231,10 @@ class FastContainer(Container):
                         previous = Event.DELIVERY
                         continue
                 elif kind == PN_TRANSPORT:
-                    impl = lib.pn_event_transport(raw)
-                    if impl not in dirty:
-                        lib.pn_incref(impl)
-                        dirty[impl] = None
+                    transport_raw = lib.pn_event_transport(raw)
+                    if transport_raw not in dirty:
+                        lib.pn_incref(transport_raw)
+                        dirty[transport_raw] = None
                     pop(collector)
                     previous = Event.TRANSPORT
                     continue

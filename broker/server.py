@@ -28,8 +28,9 @@ from broker.error_rate import InducedErrors
 from broker.gate import SecureAcceptor
 from broker.handler import BrokerHandler, client_of
 from broker.links import LinkManager
+from broker.loops import FastLink, make_container
 from broker.node import NodeLimits
-from broker.reactor import FastContainer, FastLink
+from broker.proton_internals import listening_address
 from broker.registry import Registry
 from broker.security import build_gate, reload_users, tls_listeners
 from filtex_proton import __version__
@@ -140,7 +141,8 @@ class Broker:
         """The bound (host, port) of each listener, once :attr:`ready` is set."""
         self.ready = threading.Event()
         self.error: BaseException | None = None
-        self.container: FastContainer | None = None
+        self.container: Any = None
+        """The event loop (:mod:`broker.loops`): ``FastContainer`` or ``StockContainer``."""
         self.archive: Archiver | None = None
         """``--archive``: opened by :meth:`run`, flushed and closed when it returns."""
         self.store: Store | None = None
@@ -158,7 +160,7 @@ class Broker:
 
     def run(self) -> None:
         """Serve until :meth:`stop`; raises if a listener cannot be bound."""
-        self.container = FastContainer(BrokerHandler(self))
+        self.container = make_container(self.config.event_loop, BrokerHandler(self))
         self.container.container_id = self.config.container_id
         try:
             self._open_archive()
@@ -251,16 +253,18 @@ class Broker:
             if self.gate is None:
                 acceptor = container.acceptor(host, str(port))
             else:
-                assert isinstance(container, FastContainer)
-                acceptor = self.gate.listen(container, host, port, tls=tls)
+                if tls and not getattr(container, "fast", False):
+                    raise RuntimeError(
+                        "TLS listeners need the fast event loop (the stock one cannot see "
+                        "bytes Python's ssl has already decrypted); see --event-loop")
+                acceptor = self.gate.listen(container, host, port, tls=tls)  # type: ignore[arg-type]
             self._acceptors.append(acceptor)
             # Proton keeps the listening socket behind the acceptor's selectable.
-            bound = acceptor._selectable.getsockname()
+            bound = listening_address(acceptor)
             self.addresses.append((str(bound[0]), int(bound[1])))
             log.info("listening on %s:%d%s", bound[0], bound[1], " (TLS)" if tls else "")
         if self.links.upstream is not None:
-            assert isinstance(container, FastContainer)
-            self.links.upstream.start(container)
+            self.links.upstream.start(container)  # type: ignore[arg-type]
         if self.metrics is not None:
             metrics_at = self.metrics.serve(self.config.metrics)
             log.info("serving Prometheus metrics on http://%s:%d/metrics", *metrics_at)
