@@ -13,7 +13,7 @@ delivered rate (messages / seconds from the first send to the last receive):
 * ``10 filtered``: ten competing consumers, consumer *i* with ``k = i``
   (disjoint, together they cover every message).
 
-Each message is 100 bytes of body with ``application-properties {k: 0..9}``
+Each message is 100 bytes of body with ``application-properties {k: 0..9, region: "r<k>"}``
 (k drawn pseudo-randomly, the same sequence every run, so that the round robin
 does not line up with the keys) and a ``message-id``; the producer sends
 unsettled (at-least-once) and waits for every ``accepted``. The load generator
@@ -83,6 +83,9 @@ static void encode(app_t *app) {
     pn_data_t *props = pn_message_properties(m);
     pn_data_put_map(props); pn_data_enter(props);
     pn_data_put_string(props, pn_bytes(1, "k")); pn_data_put_int(props, i);
+    char region[8]; snprintf(region, sizeof region, "r%d", i);
+    pn_data_put_string(props, pn_bytes(6, "region"));
+    pn_data_put_string(props, pn_bytes(strlen(region), region));
     pn_data_exit(props);
     pn_data_put_binary(pn_message_body(m), pn_bytes(sizeof body, body));
     pn_message_set_inferred(m, true);

@@ -63,8 +63,10 @@ class Consumer:
         "make_message",
         "name",
         "node",
+        "order",
         "presettled",
         "queue",
+        "ruled_out",
         "sent",
         "subscription",
         "unacked",
@@ -105,6 +107,10 @@ class Consumer:
         self.subscription = subscription
         self.credit = 0
         self.cursor = 0
+        self.order = 0
+        """When it attached to its queue (1, 2, ...), for round robin among candidates."""
+        self.ruled_out = 0
+        """Set when it leaves its queue: messages the queue's matcher ruled out for it."""
         self.sent = 0
         """Messages put on the wire (for the metrics)."""
         self.closed = False
@@ -133,7 +139,7 @@ class Consumer:
         impl = self.impl
         self.credit = lib.pn_link_credit(impl)
         if self.credit > 0:
-            self.queue.dispatch()
+            self.queue.dispatch_to(self)
         if lib.pn_link_get_drain(impl):
             lib.pn_link_drained(impl)
             self.credit = lib.pn_link_credit(impl)
@@ -156,7 +162,7 @@ class Consumer:
         elif state == RELEASED:
             lib.pn_delivery_settle(delivery)
             queue.requeue(entry)
-            queue.dispatch()
+            queue.dispatch_returned()
         elif state == MODIFIED:
             remote = lib.pn_delivery_remote(delivery)
             failed = lib.pn_disposition_is_failed(remote)
@@ -169,7 +175,7 @@ class Consumer:
                     entry.refused = set()
                 entry.refused.add(self)
             queue.requeue(entry)
-            queue.dispatch()
+            queue.dispatch_returned()
         elif state == REJECTED:
             condition = wrap_delivery(delivery).remote.condition
             lib.pn_delivery_settle(delivery)
@@ -205,7 +211,7 @@ class Consumer:
             returned += 1
         self.unacked.clear()
         if returned:
-            queue.dispatch()
+            queue.dispatch_returned()
         return returned
 
     def __repr__(self) -> str:

@@ -28,7 +28,8 @@ class Entry:
     holds consumers that answered ``modified(undeliverable-here)``.
     """
 
-    __slots__ = ("data", "message", "owner", "pos", "refused", "retries", "size")
+    __slots__ = ("candidates", "data", "epoch", "message", "owner", "pos", "refused", "retries",
+                 "size")
 
     def __init__(self, message: FilterMessage) -> None:
         self.message = message
@@ -38,6 +39,12 @@ class Entry:
         self.owner: Consumer | None = None
         self.refused: set[Consumer] | None = None
         self.retries: dict[Consumer, int] | None = None
+        self.candidates: tuple[Consumer, ...] | None = None
+        """The queue's consumers that could match it when it arrived (its node matcher's
+        answer, in attach order); None if it arrived when there were none."""
+        self.epoch = 0
+        """How many consumers the queue had seen attach when ``candidates`` was taken: one
+        attached later (a higher ``order``) is not among them and must evaluate."""
 
     def retry(self, consumer: Consumer) -> bool:
         """Whether a consumer whose filter ran out of time on this entry should try again."""

@@ -54,6 +54,19 @@ class _Tracked:
         self.types = types
 
 
+def ruled_out(consumer: Consumer) -> int:
+    """Messages the node matcher ruled out for the consumer's filters without evaluating them
+    (its node's index: the topic's for a subscription, else the queue's). They are filtered
+    out as surely as the ones evaluated to FALSE, so they count in filtered_out."""
+    subscription = consumer.subscription
+    try:
+        if subscription is not None:
+            return subscription.topic.matcher.ruled_out(subscription)
+        return consumer.queue.matcher.ruled_out(consumer)
+    except KeyError:  # no longer indexed: what it had when it left
+        return consumer.ruled_out
+
+
 class BrokerMetrics:
     """The counters of one broker, its registry and its HTTP endpoint."""
 
@@ -71,7 +84,7 @@ class BrokerMetrics:
         self.messages_in: dict[str, int] = {}
         self._lock = threading.Lock()
         self._consumers: dict[int, _Tracked] = {}
-        self._filters: dict[int, tuple[str, FilterStats]] = {}
+        self._filters: dict[int, tuple[str, FilterStats, Consumer]] = {}
         """Live filter counters by ``id`` (a durable subscription's outlive its links)."""
         self._retired_out: dict[str, int] = {}
         self._retired_filtered: dict[str, int] = {}
@@ -115,7 +128,7 @@ class BrokerMetrics:
         with self._lock:
             self._consumers[id(consumer)] = _Tracked(consumer, stats, types)
             if stats is not None:
-                self._filters[id(stats)] = (consumer.node.name, stats)
+                self._filters[id(stats)] = (consumer.node.name, stats, consumer)
 
     def consumer_detached(self, consumer: Consumer, *, filter_kept: bool) -> None:
         """Fold the link's counts into its node's totals; ``filter_kept``: a durable
@@ -128,7 +141,7 @@ class BrokerMetrics:
             if tracked.stats is not None and not filter_kept:
                 self._filters.pop(id(tracked.stats), None)
                 _add(self._retired_filtered, tracked.node,
-                     tracked.stats.evaluations - tracked.stats.matches)
+                     tracked.stats.evaluations - tracked.stats.matches + ruled_out(consumer))
                 _add(self._retired_errors, tracked.node, tracked.stats.errors)
 
     # -- scraping (the HTTP server's thread) -------------------------------------------------
@@ -144,8 +157,8 @@ class BrokerMetrics:
                 _add(out, tracked.node, tracked.consumer.sent)
                 for name in tracked.types or ("none",):
                     _add(links, name, 1)
-            for node, stats in self._filters.values():
-                _add(filtered, node, stats.evaluations - stats.matches)
+            for node, stats, consumer in self._filters.values():
+                _add(filtered, node, stats.evaluations - stats.matches + ruled_out(consumer))
                 _add(errors, node, stats.errors)
         yield _counter("filtex_messages_in", "Messages stored in a node", "node",
                        dict(self.messages_in))

@@ -5,12 +5,25 @@ message keeps its slot, so a message that comes back (released, modified, or
 left unsettled when its consumer went away) is back exactly where it was, in
 order. A settled message leaves a hole; holes are compacted away in bulk.
 
-Each consumer has a cursor: the first slot it has not looked at. A consumer
-therefore evaluates its filter on each message once, and a message that no
-current consumer matches simply stays, for a later consumer (whose cursor
-starts at the front). When a message comes back, cursors past it are moved
-back to it. Browsers (distribution-mode ``copy``) walk the same slots with
-their own cursor and take nothing.
+Many filtered consumers on one queue cost little more than a few: the queue's
+node matcher (``filtex_proton.matcher``, docs/PLUGIN.md) says, when a message
+arrives, which consumers could match it (its *candidates*), and the message is
+offered only to those, round robin from the consumer after the last one served,
+each candidate with credit evaluated until one matches. A consumer that is not
+a candidate cannot match the message and never evaluates it.
+
+Each consumer also has a cursor: the first slot it has not looked at. When a
+consumer gets credit it scans from its cursor for the first queued message it
+matches, skipping (without evaluating) those whose candidates it was not among,
+and evaluating its filter on the ones that arrived before it attached. A message
+that no current consumer matches simply stays, for a later consumer (whose
+cursor starts at the front). When a message comes back, cursors past it are
+moved back to it and it is offered again. Browsers (distribution-mode ``copy``)
+walk the same slots with their own cursor and take nothing.
+
+Invariant: after every offer and every scan, a consumer with credit has no
+queued message it matches (so a new or returned message is the only thing a
+consumer with credit can be waiting for).
 """
 
 from __future__ import annotations
@@ -20,6 +33,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 
 from broker.entry import Entry
 from broker.node import Node, NodeLimits
+from filtex_proton.matcher import NodeMatcher, Verdict
 from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
@@ -48,7 +62,16 @@ class Queue(Node):
         self.consumers: list[Consumer] = []
         self.browsers: list[Consumer] = []
         self._next = 0
-        """Round-robin position among consumers."""
+        """Round-robin position among consumers (index into ``consumers``)."""
+        self._served = 0
+        """The ``order`` of the consumer served last by an offer (round robin among
+        candidates: the next one served is the first candidate attached after it)."""
+        self._attaches = 0
+        """Consumers attached so far: a consumer's ``order``, an entry's ``epoch``."""
+        self.matcher: NodeMatcher[Consumer] = NodeMatcher()
+        """The (non-browsing) consumers' filter sets, indexed."""
+        self._returned: list[Entry] = []
+        """Entries requeued and not yet offered again."""
         self._dispatching = False
         self._again = False
         self._owner: Node = owner if owner is not None else self
@@ -70,7 +93,13 @@ class Queue(Node):
         self.count += 1
         self.ready += 1
         self.bytes += entry.size
-        if self.consumers or self.browsers:
+        if self.consumers:
+            entry.epoch = self._attaches
+            entry.candidates = self.matcher.candidates(entry.message)
+            if self._returned:  # what came back is older: offered first
+                self.dispatch_returned()
+            self._offer(entry)
+        if self.browsers:
             self.dispatch()
 
     put_back = put
@@ -102,12 +131,21 @@ class Queue(Node):
             owner.room_available()
 
     def requeue(self, entry: Entry) -> None:
-        """A delivered entry comes back, in its original place; call :meth:`dispatch` after."""
+        """A delivered entry comes back, in its original place; then call
+        :meth:`dispatch_returned` (or :meth:`dispatch`) to offer what came back."""
         entry.owner = None
         self.ready += 1
         pos = entry.pos
         for consumer in self.consumers:
             consumer.cursor = min(consumer.cursor, pos)
+        self._returned.append(entry)
+
+    def dispatch_returned(self) -> None:
+        """Offer the entries that came back, in queue order (only to their candidates)."""
+        returned, self._returned = self._returned, []
+        returned.sort(key=_position)
+        for entry in returned:
+            self._offer(entry)
 
     def resize(self, entry: Entry, data: bytes, message: FilterMessage) -> None:
         """Replace an entry's bytes (a rewritten header), keeping the byte count right."""
@@ -117,6 +155,9 @@ class Queue(Node):
         entry.data = data
         entry.message = message
         entry.size = len(data)
+        if entry.candidates is not None:  # a filter may read what changed (delivery-count)
+            entry.epoch = self._attaches
+            entry.candidates = self.matcher.candidates(message)
 
     def entries(self) -> list[Entry]:
         """The entries held, in order (for tests and diagnostics)."""
@@ -144,12 +185,18 @@ class Queue(Node):
         if consumer.browse:
             self.browsers.append(consumer)
         else:
+            self._attaches += 1
+            consumer.order = self._attaches
             self.consumers.append(consumer)
+            self.matcher.register(consumer, consumer.filter)
 
     def remove_consumer(self, consumer: Consumer) -> None:
         group = self.browsers if consumer.browse else self.consumers
         if consumer in group:
             group.remove(consumer)
+            if not consumer.browse:
+                consumer.ruled_out = self.matcher.ruled_out(consumer)  # for its final counts
+                self.matcher.unregister(consumer)
 
     def destroy(self) -> None:
         if self.journal is not None:
@@ -160,12 +207,80 @@ class Queue(Node):
 
     # -- dispatch ------------------------------------------------------------------
 
-    def dispatch(self) -> None:
-        """Send what can be sent: each consumer gets its next matching message, round robin."""
+    def _offer(self, entry: Entry) -> None:
+        """A message became ready (arrived, or came back): give it to the next candidate
+        with credit that matches it, round robin; without one, it waits."""
+        if entry.owner is not None or entry.pos < 0:
+            return  # taken meanwhile (a full dispatch ran first)
+        if self._dispatching:
+            self._again = True  # the dispatch under way looks at it
+            return
+        candidates = entry.candidates
+        if candidates is None:  # arrived before any consumer: every one may want it
+            self.dispatch()
+            return
+        served = self._served
+        turn = [c for c in candidates if c.order > served]  # round robin: after the last served
+        turn += [c for c in candidates if c.order <= served]
+        retry: list[Consumer] = []
+        said_no: set[Consumer] = set()
+        message = entry.message
+        refused = entry.refused
+        for consumer in turn:
+            if consumer.credit <= 0 or consumer.closed:
+                continue
+            if refused is not None and consumer in refused:
+                continue
+            verdict = self.matcher.verdict(consumer, message)
+            if verdict is Verdict.MATCHED:
+                self.ready -= 1
+                self._served = consumer.order
+                consumer.send(entry)
+                break
+            if verdict is Verdict.OVER_BUDGET:
+                retry.append(consumer)  # not a "no": its own scan tries again
+            else:
+                said_no.add(consumer)
+        if said_no:  # each consumer evaluates each message once: its scans skip it now
+            entry.candidates = tuple(c for c in candidates if c not in said_no)
+        for consumer in retry:
+            if entry.owner is None:
+                self.dispatch_to(consumer)
+
+    def dispatch_to(self, consumer: Consumer) -> None:
+        """One consumer got credit: it takes the queued messages it matches, in order.
+
+        Other consumers need nothing (by the invariant in the module docstring, a
+        consumer with credit has already taken what it matches)."""
+        if consumer.browse:
+            self.dispatch()
+            return
         if self._dispatching:
             self._again = True
             return
         self._dispatching = True
+        try:
+            while consumer.credit > 0 and self.ready and not consumer.closed:
+                entry = self._next_for(consumer)
+                if entry is None:
+                    break
+                self.ready -= 1
+                consumer.send(entry)
+        finally:
+            self._dispatching = False
+        if self._again:
+            self.dispatch()
+
+    def dispatch(self) -> None:
+        """Send what can be sent: each consumer gets its next matching message, round robin.
+
+        Looks at every consumer: used when a consumer arrives or an offer was deferred;
+        a message's arrival and one consumer's credit take the cheaper paths above."""
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        self._returned = []  # a full dispatch looks at them too
         try:
             again = True
             while again:
@@ -232,6 +347,10 @@ class Queue(Node):
                 i += 1
                 if entry is None or entry.owner is not None:
                     continue
+                candidates = entry.candidates
+                if (candidates is not None and consumer.order <= entry.epoch
+                        and consumer not in candidates):
+                    continue  # the matcher ruled it out when the message arrived
                 if entry.refused is not None and consumer in entry.refused:
                     continue
                 if link_filter is not None and not link_filter.matches(entry.message):
@@ -267,3 +386,7 @@ class Queue(Node):
                 if found is None:
                     break
                 browser.send(found)
+
+
+def _position(entry: Entry) -> int:
+    return entry.pos

@@ -100,6 +100,7 @@ from broker.terminus import read_terminus, refuse
 from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet
+from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import (
     DecodeError,
     FilterMessage,
@@ -687,6 +688,9 @@ class Upstream(Handler):
         self.offered: frozenset[str] = frozenset()
         """The capabilities the upstream offered in its open frame."""
         self.links: dict[RelayLink, None] = {}
+        self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
+        """Our consumers of each upstream queue, indexed by their filters: a message one of
+        them does not match is handed to a candidate, not offered to every link."""
         self.sessions: dict[Any, Session] = {}
         """Sessions of detached links, waiting for the upstream's begin or end."""
         self.backoff = BACKOFF_MIN
@@ -866,6 +870,9 @@ class Upstream(Handler):
 
     def track(self, relay_link: RelayLink) -> None:
         self.links[relay_link] = None
+        if isinstance(relay_link, RelayConsumer) and not relay_link.copies:
+            matcher = self.queue_consumers.setdefault(relay_link.address, NodeMatcher())
+            matcher.register(relay_link, relay_link.filter)
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
             self.offer_held(relay_link)
 
@@ -907,10 +914,13 @@ class Upstream(Handler):
 
     def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
                  message: FilterMessage) -> bool:
-        """Give a message one link does not match to another of our links on the queue."""
-        for other in self.links:
-            if (isinstance(other, RelayConsumer) and other is not owner and not other.copies
-                    and other.address == owner.address and other.wants(message)):
+        """Give a message one link does not match to another of our links on the queue (only
+        the candidates the queue's matcher names are asked)."""
+        matcher = self.queue_consumers.get(owner.address)
+        if matcher is None:
+            return False
+        for other in matcher.candidates(message):
+            if other is not owner and other.wants(message):
                 other.borrow(owner, delivery, data)
                 return True
         return False
@@ -938,6 +948,12 @@ class Upstream(Handler):
 
     def forget(self, relay_link: RelayLink) -> None:
         self.links.pop(relay_link, None)
+        if isinstance(relay_link, RelayConsumer):
+            matcher = self.queue_consumers.get(relay_link.address)
+            if matcher is not None:
+                matcher.unregister(relay_link)
+                if not len(matcher):
+                    del self.queue_consumers[relay_link.address]
 
     # -- attaching downstream links --------------------------------------------------------
 

@@ -2,7 +2,10 @@
 
 A subscription is a private queue (so settlement, redelivery and credit work
 exactly as for queues) fed by the topic. Its filters are evaluated when a
-message is published, so a subscription only ever holds what it wants, and a
+message is published, through the topic's node matcher (docs/PLUGIN.md): only
+the subscriptions whose indexed conditions the message meets are evaluated, so
+thousands of filtered subscriptions cost little more than a few. A
+subscription only ever holds what it wants, and a
 durable subscription (Qpid JMS: terminus durability + expiry-policy never,
 named by container-id and link name) keeps collecting while its consumer is
 detached. A topic is full when any of its subscriptions is: a stalled
@@ -17,6 +20,7 @@ from broker.entry import Entry
 from broker.node import Node, NodeLimits
 from broker.queue import Queue
 from broker.store import subscription_meta
+from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
 if TYPE_CHECKING:
@@ -29,7 +33,7 @@ __all__ = ["Subscription", "Topic"]
 class Subscription:
     """One subscriber's private queue, its filters, and whether it outlives its link."""
 
-    __slots__ = ("consumer", "durable", "filter", "key", "queue", "topic")
+    __slots__ = ("_filter", "consumer", "durable", "key", "queue", "topic")
 
     def __init__(
         self, topic: Topic, key: tuple[str, str] | None, link_filter: LinkFilter | None
@@ -40,9 +44,20 @@ class Subscription:
         self.consumer: Consumer | None = None
         """The attached consumer; None while a durable subscription is detached."""
         self.durable = key is not None
-        self.filter = link_filter
+        self._filter = link_filter
         name = f"{topic.name}::{key[1]}" if key is not None else f"{topic.name}::{id(self):x}"
         self.queue = Queue(name, topic.limits, owner=topic)
+
+    @property
+    def filter(self) -> LinkFilter | None:
+        return self._filter
+
+    @filter.setter
+    def filter(self, link_filter: LinkFilter | None) -> None:
+        """A durable subscription re-attached with other filters: the topic re-indexes it."""
+        self._filter = link_filter
+        if self in self.topic.subscriptions:
+            self.topic.matcher.register(self, link_filter)
 
     def __repr__(self) -> str:
         return f"<Subscription {self.queue.name!r} durable={self.durable}>"
@@ -56,14 +71,16 @@ class Topic(Node):
     def __init__(self, name: str, limits: NodeLimits) -> None:
         super().__init__(name, limits)
         self.subscriptions: list[Subscription] = []
+        self.matcher: NodeMatcher[Subscription] = NodeMatcher()
+        """Every subscription's filter set, indexed (a subscription without filters too)."""
         self.store: Store | None = None
         """The durable store its durable subscriptions log to (``--data-dir``), if any."""
 
     def publish(self, message: FilterMessage) -> None:
-        for subscription in self.subscriptions:
-            link_filter = subscription.filter
-            if link_filter is None or link_filter.matches(message):
-                subscription.queue.put(Entry(message))
+        if not self.subscriptions:
+            return
+        for subscription in self.matcher.match(message).matched:
+            subscription.queue.put(Entry(message))
 
     def put_back(self, entry: Entry) -> None:
         self.publish(entry.message)
@@ -83,16 +100,19 @@ class Topic(Node):
             subscription.queue.journal = self.store.journal(
                 subscription_meta(self.name, key[0], key[1]))
         self.subscriptions.append(subscription)
+        self.matcher.register(subscription, link_filter)
         return subscription
 
     def unsubscribe(self, subscription: Subscription) -> None:
         """The subscription ends; what it held goes with it (that is what ending means)."""
         if subscription in self.subscriptions:
             self.subscriptions.remove(subscription)
+            self.matcher.unregister(subscription)
             subscription.queue.destroy()
         self.room_available()
 
     def destroy(self) -> None:
         for subscription in self.subscriptions:
             subscription.queue.destroy()
+            self.matcher.unregister(subscription)
         self.subscriptions = []

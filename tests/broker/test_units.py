@@ -20,12 +20,34 @@ from filtex_proton.plugin import FilterMessage
 # -- the queue, with stand-in consumers ---------------------------------------------------
 
 
+class Stats:
+    budget_exceeded = 0
+
+
+class FakeFilterSet:
+    """Indexes nothing (no filters the node matcher knows), so every message is a candidate."""
+
+    def __init__(self, owner: FakeFilter) -> None:
+        self.stats = owner.stats
+
+    def items(self) -> list[tuple[str, object]]:
+        return [("fake", object())]  # a filter of no type the matcher indexes: a residue
+
+    def __len__(self) -> int:
+        return 1
+
+
 class FakeFilter:
     is_trivial = False
 
     def __init__(self, wanted: set[int]) -> None:
         self.wanted = wanted
         self.evaluated: list[int] = []
+        self.stats = Stats()
+
+    @property
+    def filter_set(self) -> FakeFilterSet:
+        return FakeFilterSet(self)
 
     def matches(self, message: FilterMessage) -> bool:
         n = int(message.data)
@@ -41,6 +63,8 @@ class FakeConsumer:
         self.queue = queue
         self.credit = credit
         self.cursor = 0
+        self.order = 0
+        self.closed = False
         self.filter: Any = FakeFilter(wanted) if wanted is not None else None
         self.filter_stats: Any = None
         self.browse = browse
@@ -109,10 +133,6 @@ def test_requeued_entry_is_back_in_order_and_re_evaluated() -> None:
     queue.dispatch()
     assert b.got == [2, 3, 0, 1]
     _consistent(queue)
-
-
-class Stats:
-    budget_exceeded = 0
 
 
 class SlowOnceFilter(FakeFilter):
