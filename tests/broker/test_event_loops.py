@@ -14,9 +14,11 @@ import pytest
 from proton import Described, Message, symbol
 
 from broker import proton_internals
-from broker.config import ConfigError, load_config
+from broker.config import BrokerConfig, ConfigError, load_config
 from broker.loops import StockContainer, choose_loop, make_container
 from broker.reactor import FastContainer
+from broker.server import Broker
+from broker.users import hash_password
 
 from .broker_clients import (
     BrokerFactory,
@@ -30,6 +32,7 @@ from .broker_clients import (
     send,
     sql,
 )
+from .certs import make_certs
 
 LOOPS = ("fast", "stock")
 
@@ -153,3 +156,26 @@ def test_the_setting_in_flags_environment_and_toml(tmp_path: Path) -> None:
     assert load_config(["--config", str(toml)], env={}).event_loop == "stock"
     with pytest.raises(ConfigError, match="event_loop 'quick'"):
         load_config(["--event-loop", "quick"], env={})
+
+
+def test_sasl_plain_on_the_stock_loop(broker_factory: BrokerFactory, tmp_path: Path) -> None:
+    """Secured listeners hand the socket over to proton's own IO handler on the stock loop."""
+    users = tmp_path / "users.toml"
+    users.write_text(f'[users.alice]\npassword = "{hash_password("pw")}"\n'
+                     'send = ["q"]\nreceive = ["q"]\n')
+    running = broker_factory(event_loop="stock", users=str(users))
+    conn = connect(running.url, user="alice", password="pw", allowed_mechs="PLAIN")
+    receiver = conn.create_receiver("q", options=sql("k = 1"))
+    send(conn.create_sender("q"), message("no", k=0), message("yes", k=1))
+    assert bodies(receiver, 1) == ["yes"]
+    conn.close()
+
+
+def test_tls_listeners_refuse_the_stock_loop(tmp_path: Path) -> None:
+    certs = make_certs(tmp_path)
+    config = BrokerConfig(listen=(("127.0.0.1", 0),), event_loop="stock",
+                          listen_tls="127.0.0.1:0", tls_cert=str(certs.server.cert),
+                          tls_key=str(certs.server.key))
+    broker = Broker(config)
+    with pytest.raises(RuntimeError, match="TLS listeners need the fast event loop"):
+        broker.start_in_thread()
