@@ -72,6 +72,8 @@ class Queue(Node):
         """The (non-browsing) consumers' filter sets, indexed."""
         self._returned: list[Entry] = []
         """Entries requeued and not yet offered again."""
+        self._filtered = 0
+        """Consumers with filters: with none, messages skip the matcher (plain round robin)."""
         self._dispatching = False
         self._again = False
         self._owner: Node = owner if owner is not None else self
@@ -93,12 +95,15 @@ class Queue(Node):
         self.count += 1
         self.ready += 1
         self.bytes += entry.size
-        if self.consumers:
-            entry.epoch = self._attaches
-            entry.candidates = self.matcher.candidates(entry.message)
-            if self._returned:  # what came back is older: offered first
-                self.dispatch_returned()
-            self._offer(entry)
+        if not self._filtered:  # nothing to index: plain round robin, every consumer matches
+            if self.consumers or self.browsers:
+                self.dispatch()
+            return
+        entry.epoch = self._attaches
+        entry.candidates = self.matcher.candidates(entry.message)
+        if self._returned:  # what came back is older: offered first
+            self.dispatch_returned()
+        self._offer(entry)
         if self.browsers:
             self.dispatch()
 
@@ -189,6 +194,7 @@ class Queue(Node):
             consumer.order = self._attaches
             self.consumers.append(consumer)
             self.matcher.register(consumer, consumer.filter)
+            self._filtered += consumer.filter is not None
 
     def remove_consumer(self, consumer: Consumer) -> None:
         group = self.browsers if consumer.browse else self.consumers
@@ -197,6 +203,7 @@ class Queue(Node):
             if not consumer.browse:
                 consumer.ruled_out = self.matcher.ruled_out(consumer)  # for its final counts
                 self.matcher.unregister(consumer)
+                self._filtered -= consumer.filter is not None
 
     def destroy(self) -> None:
         if self.journal is not None:
