@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import enum
 import math
+import operator
 import struct
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -1035,7 +1036,8 @@ class NodeMatcher(Generic[K]):
             if not found:  # already in registration order: no sort (sets with no index)
                 result = list(self._always)
             else:
-                found.update(self._always)
+                if self._always:
+                    found.update(self._always)
                 result = list(found)
                 if len(result) > 1:
                     result.sort(key=_by_seq)
@@ -1048,9 +1050,16 @@ class NodeMatcher(Generic[K]):
         found: dict[_Registration[K], None] = {}
         cache: dict[tuple[Section, Any], Any] = {}
         numbers: dict[tuple[Section, Any], Any] = {}
+        field = view.field
         for slot_key, slot in self._slots.items():
-            raw = cache[slot_key] = view.field(slot.section, slot.key)
-            for entry in slot.hits(raw):
+            raw = cache[slot_key] = field(slot.section, slot.key)
+            if slot.simple and type(raw) is str:  # slot.hits' first case, without the call
+                hits = slot.eq_sql.get(raw, _NO_ENTRIES)
+            else:
+                hits = slot.hits(raw)
+            if not hits:
+                continue
+            for entry in hits:
                 registration = entry.registration
                 if registration in found:
                     continue
@@ -1080,5 +1089,4 @@ class NodeMatcher(Generic[K]):
 _UNREAD: Final = object()
 
 
-def _by_seq(registration: _Registration[Any]) -> int:
-    return registration.seq
+_by_seq: Final = operator.attrgetter("seq")
