@@ -34,8 +34,7 @@ from broker.permissions import Action, Principal
 from broker.producer import Producer
 from broker.registry import Registry
 from broker.terminus import read_terminus
-from filtex_proton.amqp.codec import DecodeError
-from filtex_proton.amqp.view import MISSING, Section
+from filtex_proton.amqp import MISSING, DecodeError, Section
 from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:

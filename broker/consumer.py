@@ -32,8 +32,7 @@ from broker.entry import Entry
 from broker.node import Node
 from broker.queue import Queue
 from broker.redelivery import bump_delivery_count
-from filtex_proton.filterset import FilterStats
-from filtex_proton.plugin import FilterMessage, LinkFilter
+from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
 if TYPE_CHECKING:
     from broker.topic import Subscription

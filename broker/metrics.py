@@ -21,8 +21,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from broker.config import parse_listen
-from filtex_proton.filterset import FilterStats
-from filtex_proton.plugin import FilterMessage, LinkFilter
+from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer

@@ -28,7 +28,7 @@ from broker.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, impl, lib
 from broker.log_rate import due
 from broker.node import Node
 from broker.registry import Registry
-from filtex_proton.amqp.view import MISSING, Section
+from filtex_proton.amqp import MISSING, Section
 from filtex_proton.plugin import FilterMessage, InvalidMessageError
 
 __all__ = ["Producer", "malformed"]

@@ -14,9 +14,7 @@ from typing import Final
 
 from proton import uint
 
-from filtex_proton.amqp.codec import decode_value, encode_value
-from filtex_proton.amqp.message import scan_sections
-from filtex_proton.amqp.view import Section
+from filtex_proton.amqp import Section, decode_value, encode_value, scan_sections
 
 __all__ = ["bump_delivery_count"]
 

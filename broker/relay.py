@@ -98,8 +98,6 @@ from broker.registry import Registry
 from broker.relay_origin import OriginStamp
 from broker.terminus import read_terminus, refuse
 from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
-from filtex_proton.filters.sql import SqlFilter
-from filtex_proton.filterset import FilterSet
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import (
     DecodeError,
@@ -108,8 +106,7 @@ from filtex_proton.plugin import (
     InvalidMessageError,
     LinkFilter,
 )
-from filtex_proton.pushdown import pushdown
-from filtex_proton.sql import JMS_SELECTOR
+from filtex_proton.pushdown import client_selector, pushdown
 
 if TYPE_CHECKING:
 
@@ -117,7 +114,7 @@ if TYPE_CHECKING:
 
     from broker.reactor import FastContainer
 
-__all__ = ["RelayConsumer", "RelayProducer", "Upstream", "selector_of"]
+__all__ = ["RelayConsumer", "RelayProducer", "Upstream"]
 
 log = logging.getLogger("filtex.broker.relay")
 
@@ -130,14 +127,6 @@ BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 ATTACH_TIMEOUT: Final = 10.0
 """Seconds an upstream has to answer a dynamic attach before the downstream one is refused."""
-
-
-def selector_of(filter_set: FilterSet) -> str | None:
-    """The first JMS selector of a link's (already decoded) filter set, as the client sent it."""
-    for _key, item in filter_set.items():
-        if isinstance(item, SqlFilter) and item.compiled.dialect is JMS_SELECTOR:
-            return item.compiled.text
-    return None
 
 
 class _AttachDeadline(Handler):
@@ -971,7 +960,7 @@ class Upstream(Handler):
         if link_filter is None:
             return None  # refused on the wire by the plugin, which logged why
         plan = pushdown(link_filter.filter_set)
-        selector = plan.selector or selector_of(link_filter.filter_set)
+        selector = plan.selector or client_selector(link_filter.filter_set)
         log.info("link %r: pushdown selector %r; kept local: %s", link.name, selector,
                   "; ".join(plan.reasons) or "nothing")
         source = link.source

@@ -19,9 +19,15 @@ from typing import Final
 
 from proton import symbol
 
-from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value, skip_value
-from filtex_proton.amqp.message import MESSAGE_ANNOTATIONS, RawMessageView
-from filtex_proton.amqp.view import Section
+from filtex_proton.amqp import (
+    MESSAGE_ANNOTATIONS,
+    DecodeError,
+    RawMessageView,
+    Section,
+    decode_value,
+    encode_value,
+    skip_value,
+)
 
 __all__ = ["ORIGIN_KEY", "OriginStamp"]
 

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from proton import UNDESCRIBED, Array, Data, Described, symbol, ubyte, ulong
 
-from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value
+from filtex_proton.amqp import DecodeError, decode_value, encode_value
 
 __all__ = ["AMQP_HEADER", "SASL_HEADER", "SYS_TEMP", "Outcome", "SaslServer", "State"]
 

@@ -41,12 +41,14 @@ from filtex_proton.filters.registry import (
     display_descriptor,
 )
 from filtex_proton.filters.registry import SQL as SQL_CAPABILITY
-from filtex_proton.filterset import FilterSet, decode_filter_set
+from filtex_proton.filterset import FilterSet, FilterStats, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
     "DecodeError",
     "FilterMessage",
+    "FilterSet",
+    "FilterStats",
     "FiltexPlugin",
     "InvalidMessageError",
     "LinkFilter",

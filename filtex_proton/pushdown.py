@@ -39,7 +39,7 @@ from filtex_proton.filterset import FilterSet
 from filtex_proton.sql import JMS_SELECTOR, ast, compile_sql, iso8601
 from filtex_proton.sql.visitor import Visitor
 
-__all__ = ["MAX_SELECTOR_CHARS", "Pushdown", "is_jms_identifier", "pushdown"]
+__all__ = ["MAX_SELECTOR_CHARS", "Pushdown", "client_selector", "is_jms_identifier", "pushdown"]
 
 MAX_SELECTOR_CHARS: Final = 8192
 """Longer selectors are not pushed: upstreams parse them per link, and limits vary."""
@@ -468,3 +468,12 @@ def _terse(reasons: list[str]) -> tuple[str, ...]:
         return tuple(reasons)
     hidden = len(reasons) - _MAX_REASONS + 1
     return (*reasons[:_MAX_REASONS - 2], f"... {hidden} more", reasons[-1])
+
+
+def client_selector(filter_set: FilterSet) -> str | None:
+    """The first JMS selector of a (decoded) filter set, as the client sent it: what a relay
+    passes upstream when nothing else can be pushed (the upstream evaluates its own dialect)."""
+    for _key, item in filter_set.items():
+        if isinstance(item, SqlFilter) and item.compiled.dialect is JMS_SELECTOR:
+            return item.compiled.text
+    return None

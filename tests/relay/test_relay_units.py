@@ -6,8 +6,8 @@ import pytest
 from proton import Data, Described, symbol, ulong
 
 from broker.config import ConfigError, describe, load_config
-from broker.relay import selector_of
 from filtex_proton.filterset import decode_filter_set
+from filtex_proton.pushdown import client_selector
 
 
 def _filter_data(entries: dict[symbol, Described]) -> Data:
@@ -38,7 +38,7 @@ def test_bad_upstream_settings_are_refused(argv: list[str], text: str) -> None:
         load_config(argv, env={})
 
 
-def test_selector_of_finds_a_jms_selector_in_any_form() -> None:
+def test_client_selector_finds_a_jms_selector_in_any_form() -> None:
     for descriptor in (symbol("apache.org:selector-filter:string"),
                        symbol("apache.org:jms-selector-filter:string"),
                        ulong(0x0000468C00000004)):
@@ -46,13 +46,13 @@ def test_selector_of_finds_a_jms_selector_in_any_form() -> None:
             symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1"),
             symbol("sel"): Described(descriptor, "colour = 'red'"),
         })
-        assert selector_of(decode_filter_set(data)) == "colour = 'red'"
+        assert client_selector(decode_filter_set(data)) == "colour = 'red'"
 
 
-def test_selector_of_pushes_nothing_else() -> None:
+def test_client_selector_pushes_nothing_else() -> None:
     data = _filter_data({symbol("sql"): Described(symbol("amqp:sql-filter"), "a = 1")})
-    assert selector_of(decode_filter_set(data)) is None
-    assert selector_of(decode_filter_set(Data())) is None
+    assert client_selector(decode_filter_set(data)) is None
+    assert client_selector(decode_filter_set(Data())) is None
 
 
 def test_pushdown_passes_a_clients_own_selector_unchanged() -> None:
@@ -60,7 +60,7 @@ def test_pushdown_passes_a_clients_own_selector_unchanged() -> None:
 
     data = _filter_data({symbol("sel"): Described(symbol("apache.org:selector-filter:string"),
                                                   "colour = 'red' OR n > 2")})
-    assert pushdown(decode_filter_set(data)).selector == selector_of(decode_filter_set(data))
+    assert pushdown(decode_filter_set(data)).selector == client_selector(decode_filter_set(data))
 
 
 def test_pushdown_adds_what_translates_to_the_clients_selector() -> None:
