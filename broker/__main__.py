@@ -10,6 +10,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 from broker.config import ConfigError, describe, load_config
+from broker.loops import EventLoopError
+from broker.proton_internals import InternalsError
 from broker.server import Broker
 
 __all__ = ["main"]
@@ -58,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, on_hangup)
     try:
         broker.run()
-    except OSError as exc:
+    except (OSError, InternalsError, EventLoopError) as exc:
         log.error("cannot run: %s", exc)
         return 1
     return 0

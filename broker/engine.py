@@ -14,10 +14,8 @@ from typing import Any, Final
 from proton import Delivery
 
 from broker.proton_internals import ffi as _ffi
-from broker.proton_internals import impl, require_engine
+from broker.proton_internals import impl
 from broker.proton_internals import lib as _lib
-
-require_engine()  # a clear message naming the tested versions, not an AttributeError later
 
 __all__ = [
     "ACCEPTED", "MODIFIED", "NULL", "PN_DELIVERY", "PN_EOS", "PN_LINK_FLOW", "PN_TRANSPORT",
@@ -27,17 +25,24 @@ __all__ = [
 
 ffi: Final[Any] = _ffi
 lib: Final[Any] = _lib
-NULL: Final[Any] = _ffi.NULL
+NULL: Final[Any] = getattr(_ffi, "NULL", None)
 
-PN_DELIVERY: Final[int] = _lib.PN_DELIVERY
-PN_TRANSPORT: Final[int] = _lib.PN_TRANSPORT
-PN_LINK_FLOW: Final[int] = _lib.PN_LINK_FLOW
-PN_EOS: Final[int] = _lib.PN_EOS
 
-ACCEPTED: Final[int] = _lib.PN_ACCEPTED
-REJECTED: Final[int] = _lib.PN_REJECTED
-RELEASED: Final[int] = _lib.PN_RELEASED
-MODIFIED: Final[int] = _lib.PN_MODIFIED
+def _constant(name: str) -> int:
+    """A Proton-C constant; -1 if the bindings lack it (then the broker does not start:
+    :func:`broker.proton_internals.require_engine` names what is missing and the versions)."""
+    return int(getattr(_lib, name, -1))
+
+
+PN_DELIVERY: Final[int] = _constant("PN_DELIVERY")
+PN_TRANSPORT: Final[int] = _constant("PN_TRANSPORT")
+PN_LINK_FLOW: Final[int] = _constant("PN_LINK_FLOW")
+PN_EOS: Final[int] = _constant("PN_EOS")
+
+ACCEPTED: Final[int] = _constant("PN_ACCEPTED")
+REJECTED: Final[int] = _constant("PN_REJECTED")
+RELEASED: Final[int] = _constant("PN_RELEASED")
+MODIFIED: Final[int] = _constant("PN_MODIFIED")
 TERMINAL: Final = frozenset({ACCEPTED, REJECTED, RELEASED, MODIFIED})
 
 

@@ -23,12 +23,16 @@ from proton.reactor import Container
 from broker import proton_internals
 from broker.engine import impl
 
-__all__ = ["EVENT_LOOPS", "BrokerContainer", "FastLink", "StockContainer", "choose_loop",
-           "make_container"]
+__all__ = ["EVENT_LOOPS", "BrokerContainer", "EventLoopError", "FastLink", "StockContainer",
+           "choose_loop", "make_container"]
 
 log = logging.getLogger("filtex.broker")
 
 EVENT_LOOPS: Final = ("auto", "fast", "stock")
+
+
+class EventLoopError(RuntimeError):
+    """The configuration needs what the chosen event loop cannot do (TLS on the stock loop)."""
 
 
 class FastLink(Protocol):
@@ -108,9 +112,11 @@ class StockContainer(Container):
 
 
 def choose_loop(mode: str = "auto") -> tuple[str, str]:
-    """``("fast" | "stock", why)`` for ``mode``; raises InternalsError if ``fast`` cannot run."""
+    """``("fast" | "stock", why)`` for ``mode``; raises InternalsError if ``fast`` cannot run,
+    or if neither can (the C bindings both need are missing)."""
     if mode not in EVENT_LOOPS:
         raise ValueError(f"event loop {mode!r} is not one of {', '.join(EVENT_LOOPS)}")
+    proton_internals.require_engine()
     if mode == "stock":
         return "stock", "--event-loop stock"
     version = proton_internals.installed_version()

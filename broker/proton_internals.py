@@ -148,7 +148,14 @@ def engine_problems() -> list[str]:
     """What is missing from the C bindings (both loops need them)."""
     if _ENGINE_IMPORT_ERROR is not None or _lib is None:
         return [_ENGINE_IMPORT_ERROR or "cproton_ffi is missing"]
-    return [f"cproton_ffi.lib.{name}" for name in ENGINE_FUNCTIONS if not hasattr(_lib, name)]
+    problems = [f"cproton_ffi.lib.{name}" for name in ENGINE_FUNCTIONS if not hasattr(_lib, name)]
+    from proton import Connection
+
+    pointer = getattr(Connection(), "_impl", None)
+    if not isinstance(pointer, _ffi.CData):  # a SWIG build (before 0.39) with a stray cproton_ffi
+        problems.append(f"proton's wrappers hold {type(pointer).__name__}, not cproton_ffi "
+                        "pointers")
+    return problems
 
 
 def require_engine() -> None:

@@ -28,7 +28,7 @@ from broker.error_rate import InducedErrors
 from broker.gate import SecureAcceptor
 from broker.handler import BrokerHandler, client_of
 from broker.links import LinkManager
-from broker.loops import FastLink, make_container
+from broker.loops import EventLoopError, FastLink, make_container
 from broker.node import NodeLimits
 from broker.proton_internals import listening_address
 from broker.registry import Registry
@@ -254,7 +254,7 @@ class Broker:
                 acceptor = container.acceptor(host, str(port))
             else:
                 if tls and not getattr(container, "fast", False):
-                    raise RuntimeError(
+                    raise EventLoopError(
                         "TLS listeners need the fast event loop (the stock one cannot see "
                         "bytes Python's ssl has already decrypted); see --event-loop")
                 acceptor = self.gate.listen(container, host, port, tls=tls)  # type: ignore[arg-type]

@@ -179,3 +179,11 @@ def test_tls_listeners_refuse_the_stock_loop(tmp_path: Path) -> None:
     broker = Broker(config)
     with pytest.raises(RuntimeError, match="TLS listeners need the fast event loop"):
         broker.start_in_thread()
+
+
+def test_without_the_c_bindings_neither_loop_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(proton_internals, "engine_problems", lambda: ["cproton_ffi.lib.pn_gone"])
+    for mode in ("auto", "fast", "stock"):
+        with pytest.raises(proton_internals.InternalsError,
+                           match=r"with 0\.39\.0, 0\.40\.0; missing: cproton_ffi.lib.pn_gone"):
+            choose_loop(mode)
