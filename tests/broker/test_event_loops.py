@@ -187,3 +187,17 @@ def test_without_the_c_bindings_neither_loop_runs(monkeypatch: pytest.MonkeyPatc
         with pytest.raises(proton_internals.InternalsError,
                            match=r"with 0\.39\.0, 0\.40\.0; missing: cproton_ffi.lib.pn_gone"):
             choose_loop(mode)
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_a_relay_on_each_loop(broker_factory: BrokerFactory, loop: str) -> None:
+    """Relay mode registers upstream links with the loop too (deliveries and flow both ways)."""
+    upstream = broker_factory()
+    relay = broker_factory(event_loop=loop, upstream=f"amqp://{upstream.url}",
+                           container_id="relay")
+    conn = connect(relay.url)
+    ones = conn.create_receiver("q", options=sql("k = 1"), name="ones")
+    sender = conn.create_sender("q", name="in")
+    send(sender, *(message(f"m{i}", k=i % 2) for i in range(20)))
+    assert bodies(ones, 10) == [f"m{i}" for i in range(1, 20, 2)]
+    conn.close()
