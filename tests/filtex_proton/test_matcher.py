@@ -610,3 +610,52 @@ def test_an_exact_hit_is_counted_as_a_matching_evaluation() -> None:
         assert matcher.match(_app(a="x")).matched == ("x",)
         assert len(calls) == evaluated
         assert (link.filter_set.stats.evaluations, link.filter_set.stats.matches) == (1, 1)
+
+
+_bounds = st.one_of(st.integers(-50, 50), st.sampled_from(["1.0E300", "-1.0E300", "0.5", "2.5E1"]))
+_range_sql = st.one_of(
+    st.builds(lambda lo, hi: f"a BETWEEN {lo} AND {hi}", _bounds, _bounds),
+    st.builds(lambda lo: f"a > {lo}", _bounds), st.builds(lambda hi: f"a <= {hi}", _bounds),
+    st.builds(lambda lo, hi, b: f"a >= {lo} AND a < {hi} AND b = '{b}'", _bounds, _bounds,
+              st.sampled_from("xyz")),
+    st.builds(lambda b: f"b = '{b}'", st.sampled_from("xyz")),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(texts=st.lists(_range_sql, min_size=1, max_size=40),
+       values=st.lists(st.tuples(st.one_of(
+           st.integers(-60, 60), st.floats(allow_nan=False), st.sampled_from(
+               [2**63 - 1, 1e300, -1e300, math.inf, -math.inf])), st.sampled_from("xyzw")),
+           min_size=1, max_size=6),
+       drop=st.lists(st.integers(0, 39), max_size=10))
+def test_ranges_and_anchors_by_bucket_size(texts: list[str], values: list[tuple[Any, str]],
+                                           drop: list[int]) -> None:
+    """Many ranges on one field (bands bisected by low bound), conjunctions anchored on
+    whichever atom's bucket is smaller at registration, some unregistered again."""
+    matcher: NodeMatcher[int] = NodeMatcher()
+    links = {i: _link(_d(SQL, text)) for i, text in enumerate(texts)}
+    for i, link in links.items():
+        matcher.register(i, link)
+    for i in drop:
+        if i in links:
+            matcher.unregister(i)
+            del links[i]
+    for a, b in values:
+        message = _app(a=a, b=b)
+        expected = tuple(i for i, link in links.items() if link.matches(message))
+        assert matcher.match(message).matched == expected, (a, b)
+        assert set(expected) <= set(matcher.candidates(message))
+    for i in list(links):
+        matcher.unregister(i)
+    assert matcher._slots == {}
+
+
+def test_a_wide_equality_bucket_gives_way_to_a_narrow_range() -> None:
+    matcher: NodeMatcher[int] = NodeMatcher()
+    for i in range(200):
+        matcher.register(i, _link(_d(SQL, f"amount BETWEEN {i} AND {i + 10} AND region = 'r'")))
+    anchors = [type(entries[0][0]) for entries in matcher.conditions().values()]
+    assert anchors[0] is FieldEquals and anchors[-1] is FieldRange
+    assert len(matcher.candidates(_app(amount=100, region="r"))) < 40
+    assert matcher.match(_app(amount=100, region="r")).matched == tuple(range(90, 101))
