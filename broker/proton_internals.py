@@ -30,6 +30,7 @@ __all__ = [
     "IO",
     "LOOP_ATTRIBUTES",
     "TESTED_VERSIONS",
+    "Acceptor",
     "ConnectSelectable",
     "IOHandler",
     "InternalsError",
@@ -115,9 +116,10 @@ else:
 try:
     from proton._handlers import ConnectSelectable, IOHandler
     from proton._io import IO
+    from proton._reactor import Acceptor
     _LOOP_IMPORT_ERROR: str | None = None
 except ImportError as exc:  # pragma: no cover - only with an unsupported python-qpid-proton
-    ConnectSelectable = IOHandler = IO = None  # type: ignore[assignment,misc]
+    ConnectSelectable = IOHandler = IO = Acceptor = None  # type: ignore[assignment,misc]
     _LOOP_IMPORT_ERROR = f"cannot import proton._handlers / proton._io ({exc})"
 
 ffi: Final[Any] = _ffi

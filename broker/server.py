@@ -30,7 +30,7 @@ from broker.handler import BrokerHandler, client_of
 from broker.links import LinkManager
 from broker.loops import EventLoopError, FastLink, make_container
 from broker.node import NodeLimits
-from broker.proton_internals import listening_address
+from broker.proton_internals import Acceptor, listening_address, unbind_transport
 from broker.registry import Registry
 from broker.security import build_gate, reload_users, tls_listeners
 from filtex_proton import __version__
@@ -38,7 +38,6 @@ from filtex_proton.plugin import FiltexPlugin
 
 if TYPE_CHECKING:
     from proton import Event
-    from proton._reactor import Acceptor
 
     from broker.metrics import BrokerMetrics
     from broker.store import Store
@@ -60,7 +59,7 @@ class _Waker:
         os.set_blocking(self._read, False)
         os.set_blocking(self._write, False)
         self._on_wake = on_wake
-        self._transport = None  # Proton's IO handler looks for one on every selectable
+        unbind_transport(self)  # Proton's IO handler looks for a transport on every selectable
         self._selectable: Any = None
         self._closed = False
 
