@@ -8,16 +8,19 @@ unsettled message when the connection drops without detaching its links.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from proton import Connection
+from proton import Connection, Link
 
-if TYPE_CHECKING:
-    from broker.consumer import Consumer
-    from broker.producer import Producer
-    from broker.relay import RelayConsumer
+__all__ = ["Attached", "ClientConnection"]
 
-__all__ = ["ClientConnection"]
+
+class Attached(Protocol):
+    """A link the connection holds: a consumer or a producer, on our nodes or relayed (the
+    connection needs nothing of it but its proton link; ``broker.links`` knows the kinds)."""
+
+    @property
+    def link(self) -> Link: ...
 
 
 class ClientConnection:
@@ -31,8 +34,8 @@ class ClientConnection:
         """The plugin's connection identity (no-local compares it)."""
         self.container: str = connection.remote_container or ""
         self.label = label
-        self.consumers: list[Consumer | RelayConsumer] = []
-        self.producers: list[Producer] = []
+        self.consumers: list[Attached] = []
+        self.producers: list[Attached] = []
         self.closed = False
 
     def __repr__(self) -> str:

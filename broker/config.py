@@ -13,16 +13,18 @@ import importlib.util
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Final
 
 from broker.error_rate import ACTIONS
+from broker.settings import DEFAULT_LISTEN, BrokerConfig, ConfigError, parse_listen, split_list
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["BrokerConfig", "ConfigError", "build_parser", "load_config", "parse_listen"]
+__all__ = [
+    "DEFAULT_LISTEN", "BrokerConfig", "ConfigError", "build_parser", "load_config", "parse_listen",
+]
 
-DEFAULT_LISTEN: Final = ("127.0.0.1", 5672)
 ENV_PREFIX: Final = "FILTEX_"
 
 EXAMPLE: Final = """\
@@ -46,88 +48,6 @@ example:
 
 precedence: flags > environment > TOML file > defaults.
 """
-
-
-class ConfigError(ValueError):
-    """A configuration value that cannot be used; the message says which and why."""
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerConfig:
-    """Everything an operator may set. Defaults suit a development machine."""
-
-    listen: tuple[tuple[str, int], ...] = (DEFAULT_LISTEN,)
-    """Addresses to accept AMQP connections on; port 0 picks a free port."""
-    ready_file: Path | None = None
-    """Written (atomically) with one ``host:port`` line per listener once all are bound."""
-    data_dir: Path | None = None
-    """The durable store's directory (``--data-dir``); None: messages are in memory only."""
-    container_id: str = "filtex-broker"
-    """The container-id sent in the open frame."""
-    log_level: str = "INFO"
-    credit_window: int = 1000
-    """Credit given to each producer link; topped up when half is used."""
-    max_queue_messages: int = 100_000
-    """Per node: messages held (queued or delivered but unsettled) before producers stall."""
-    max_queue_bytes: int = 256 * 1024 * 1024
-    """Per node: bytes held before producers stall."""
-    max_message_size: int = 64 * 1024 * 1024
-    """Advertised on producer links; larger messages are rejected."""
-    dead_letter_address: str = "DLQ"
-    """Where rejected messages go; empty disables it (they are then logged and dropped)."""
-    shutdown_grace: float = 5.0
-    """Seconds to wait for peers to answer our close on SIGINT/SIGTERM."""
-    disabled: tuple[str, ...] = ()
-    """Filter types (``amqp:sql-filter``) or families (``AMQP_FILTEX_SQL_V1_0``) switched off."""
-    limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)
-    """Filter complexity limits (spec §7.1)."""
-    upstream: str = ""
-    """Relay mode: ``amqp://host:port`` of the broker the nodes live on ('' = serve nodes here)."""
-    upstream_user: str = ""
-    upstream_password: str = ""
-    upstream_selector: str = "auto"
-    """Push JMS selectors upstream: auto (if it offers APACHE.ORG:SELECTOR), always, never."""
-    upstream_held: int = 1000
-    """Relay mode: non-matching queue messages held (unsettled) per consumer link."""
-    upstream_non_match: str = "auto"
-    """Relay mode, queue non-matches without pushdown: modified (undeliverable-here), hold,
-    or auto (modified if the upstream's product is known to honour it)."""
-    archive: str = ""
-    """Directory of the Parquet message archive ('' = no archive); see docs/ARCHIVE.md."""
-    archive_nodes: tuple[str, ...] = ()
-    """Glob patterns of the addresses archived; empty: every node (with ``archive``)."""
-    archive_max_pending_bytes: int = 64 * 1024 * 1024
-    """Bytes queued for the archive writer before producers to archived nodes stall."""
-    upstream_ca: str = ""
-    """Relay mode, amqps://: PEM file of the CAs trusted for the upstream's certificate."""
-    upstream_cert: str = ""
-    """Relay mode, amqps://: PEM client certificate presented to the upstream (with the key)."""
-    upstream_key: str = ""
-    upstream_verify_hostname: bool = True
-    """Relay mode, amqps://: the upstream's certificate must name the URL's host."""
-    max_evaluation_errors_per_second: float = 0.0
-    """Spec §7.2: filter evaluation errors a producing connection's messages may cause (0: off)."""
-    evaluation_error_action: str = "log"
-    """What happens above that rate: ``log`` (once per interval) or ``close`` the connection."""
-    evaluation_error_interval: float = 10.0
-    """Seconds per counting window, and between two log lines about one connection."""
-    metrics: str = ""
-    """``HOST:PORT`` to serve Prometheus metrics on ('' = off)."""
-    listen_tls: str = ""
-    """TLS listeners, ``HOST:PORT[,HOST:PORT...]`` (docs/BROKER.md "Security")."""
-    tls_cert: str = ""
-    tls_key: str = ""
-    tls_ca: str = ""
-    tls_verify_client: str = "none"
-    users: str = ""
-    """The users file: hashed passwords, certificate subjects, address grants."""
-    allow_anonymous: bool | None = None
-    """None: only if every listener is loopback and there is no users file."""
-    allow_plain_without_tls: bool = False
-    auth_timeout: float = 10.0
-    event_loop: str = "auto"
-    """``auto``: the fast loop on a tested python-qpid-proton, else proton's stock Container
-    (with a warning); ``fast``; ``stock`` (docs/BROKER.md "Performance")."""
 
 
 # name -> (type converter, help) for the scalar broker settings; the flags,
@@ -178,21 +98,6 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
 }
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (or ``:PORT``, or ``[v6]:PORT``) as a (host, port) pair."""
-    host, sep, port = text.strip().rpartition(":")
-    if not sep:
-        raise ConfigError(f"listen address {text!r} is not HOST:PORT")
-    host = host.strip("[]") or DEFAULT_LISTEN[0]
-    try:
-        number = int(port)
-    except ValueError:
-        raise ConfigError(f"listen address {text!r}: port {port!r} is not a number") from None
-    if not 0 <= number <= 65535:
-        raise ConfigError(f"listen address {text!r}: port out of range")
-    return host, number
-
-
 def _convert(name: str, kind: type, value: Any, where: str) -> Any:
     try:
         if kind is int and isinstance(value, float):
@@ -213,10 +118,6 @@ _BOOLEANS: Final = {"true": True, "yes": True, "on": True, "1": True,
 
 def _limit_kind(name: str) -> type:
     return type(getattr(DEFAULT_LIMITS, name))
-
-
-def _split(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -262,15 +163,15 @@ def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
     settings: dict[str, Any] = {}
     limits: dict[str, Any] = {}
     if (text := env.get(ENV_PREFIX + "LISTEN")) is not None:
-        settings["listen"] = tuple(parse_listen(part) for part in _split(text))
+        settings["listen"] = tuple(parse_listen(part) for part in split_list(text))
     if (text := env.get(ENV_PREFIX + "READY_FILE")) is not None:
         settings["ready_file"] = Path(text) if text else None
     if (text := env.get(ENV_PREFIX + "DATA_DIR")) is not None:
         settings["data_dir"] = Path(text) if text else None
     if (text := env.get(ENV_PREFIX + "DISABLE")) is not None:
-        settings["disabled"] = tuple(_split(text))
+        settings["disabled"] = tuple(split_list(text))
     if (text := env.get(ENV_PREFIX + "ARCHIVE_NODES")) is not None:
-        settings["archive_nodes"] = tuple(_split(text))
+        settings["archive_nodes"] = tuple(split_list(text))
     for name, (kind, _) in _SCALARS.items():
         var = ENV_PREFIX + name.upper()
         if (text := env.get(var)) is not None:

@@ -7,12 +7,9 @@ each subscription its own :class:`Entry` around the same message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from filtex_proton.plugin import FilterMessage
-
-if TYPE_CHECKING:
-    from broker.consumer import Consumer
 
 __all__ = ["RETRIES", "Entry"]
 
@@ -36,17 +33,19 @@ class Entry:
         self.data: bytes = message.data
         self.size = len(self.data)
         self.pos = -1
-        self.owner: Consumer | None = None
-        self.refused: set[Consumer] | None = None
-        self.retries: dict[Consumer, int] | None = None
-        self.candidates: tuple[Consumer, ...] | None = None
+        self.owner: object | None = None
+        """The consumer it is delivered to and not settled by (an entry needs only its
+        identity)."""
+        self.refused: set[object] | None = None
+        self.retries: dict[object, int] | None = None
+        self.candidates: tuple[object, ...] | None = None
         """The queue's consumers that could match it when it arrived (its node matcher's
         answer, in attach order); None if it arrived when there were none."""
         self.epoch = 0
         """How many consumers the queue had seen attach when ``candidates`` was taken: one
         attached later (a higher ``order``) is not among them and must evaluate."""
 
-    def retry(self, consumer: Consumer) -> bool:
+    def retry(self, consumer: object) -> bool:
         """Whether a consumer whose filter ran out of time on this entry should try again."""
         if self.retries is None:
             self.retries = {}

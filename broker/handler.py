@@ -13,19 +13,37 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from proton import Condition, Endpoint, Handler
 
 from broker.client import ClientConnection
-from broker.links import LinkState
+from broker.links import LinkManager, LinkState
 
 if TYPE_CHECKING:
     from proton import Connection, Event, Link
 
-    from broker.server import Broker
+__all__ = ["BrokerHandler", "Served"]
 
-__all__ = ["BrokerHandler"]
+
+class Served(Protocol):
+    """What the handler asks of the broker it serves (``broker.server.Broker``): the handler
+    answers events, the broker owns connections, links and the process."""
+
+    def started(self, container: Any) -> None: ...
+
+    def open_connection(self, connection: Connection) -> None: ...
+
+    def register(self, link: Link, state: LinkState) -> None: ...
+
+    def unregister(self, link: Link) -> None: ...
+
+    def connection_gone(self, connection: Connection | None) -> None: ...
+
+    @property
+    def links(self) -> LinkManager:
+        """Attaches and detaches (``broker.links``)."""
+        ...
 
 log = logging.getLogger("filtex.broker")
 
@@ -75,7 +93,7 @@ def client_of(connection: Connection | None) -> ClientConnection | None:
 class BrokerHandler(Handler):
     """Routes Proton events to the broker; nothing here holds state of its own."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Served) -> None:
         self.broker = broker
         self.links = broker.links
 

@@ -23,8 +23,7 @@ from broker.access import (
     refusal,
 )
 from broker.archiving import Archiver
-from broker.client import ClientConnection
-from broker.config import BrokerConfig
+from broker.client import Attached, ClientConnection
 from broker.consumer import Consumer
 from broker.node import Node
 from broker.permissions import Principal
@@ -32,6 +31,7 @@ from broker.producer import Producer
 from broker.queue import Queue
 from broker.registry import Registry
 from broker.relay import RelayConsumer, RelayProducer, Upstream
+from broker.settings import BrokerConfig
 from broker.terminus import TerminusRequest, read_terminus, refuse
 from broker.topic import Subscription, Topic
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
@@ -170,6 +170,10 @@ class LinkManager:
         if request.dynamic:
             node.dynamic_owner = consumer
         queue.add_consumer(consumer)
+        if queue.journal is not None:  # a durable subscription remembers its filter set
+            source_filter = link.remote_source.filter
+            queue.journal.remember_filter(
+                bytes(source_filter.encode()) if source_filter is not None else b"")
         client.consumers.append(consumer)
         if self.metrics is not None:
             self.metrics.consumer_attached(consumer, active_filter)
@@ -244,7 +248,7 @@ class LinkManager:
 
     # -- detach --------------------------------------------------------------------------
 
-    def detach(self, state: LinkState, client: ClientConnection | None, *, closed: bool) -> None:
+    def detach(self, state: Attached, client: ClientConnection | None, *, closed: bool) -> None:
         """The link is detached (``closed``: for good) or its connection is gone."""
         if isinstance(state, RelayConsumer | RelayProducer):
             self._detach_relay(state, client)
@@ -273,6 +277,7 @@ class LinkManager:
                      f"{stats.nulls} unknown ({stats.errors} errors, {stats.budget_exceeded} "
                      "over budget)" if stats is not None else "")
         else:
+            assert isinstance(state, Producer), state
             if state.closed:
                 return
             state.detach()

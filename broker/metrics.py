@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from broker.config import parse_listen
+from broker.settings import parse_listen
 from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from broker.archiving import Archiver
     from broker.consumer import Consumer
     from broker.node import Node
-    from broker.server import Broker
 
 __all__ = ["BrokerMetrics"]
 
@@ -66,11 +66,27 @@ def ruled_out(consumer: Consumer) -> int:
         return consumer.ruled_out
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerSnapshot:
+    """What the metrics read of the broker at scrape time (the broker builds it, so that the
+    metrics know nothing else of it)."""
+
+    refusals: dict[str, int]
+    """Links refused, by reason (the plugin's and the broker's own)."""
+    depths: dict[tuple[str, str], int]
+    """(node kind, node name) -> messages held."""
+    connections: int
+    induced_errors: int
+    connections_closed_for_errors: int
+    archive: Archiver | None
+
+
 class BrokerMetrics:
     """The counters of one broker, its registry and its HTTP endpoint."""
 
-    def __init__(self, broker: Broker, *, sample_every: int = SAMPLE_EVERY) -> None:
-        self.broker = broker
+    def __init__(self, snapshot: Callable[[], BrokerSnapshot], *,
+                 sample_every: int = SAMPLE_EVERY) -> None:
+        self.snapshot = snapshot
         self.registry = CollectorRegistry(auto_describe=False)
         self.latency = Histogram(
             "filtex_evaluation_seconds",
@@ -146,7 +162,6 @@ class BrokerMetrics:
     # -- scraping (the HTTP server's thread) -------------------------------------------------
 
     def collect(self) -> Iterator[Metric]:
-        broker = self.broker
         with self._lock:
             out = dict(self._retired_out)
             filtered = dict(self._retired_filtered)
@@ -170,25 +185,20 @@ class BrokerMetrics:
         yield _gauge("filtex_consumer_links",
                      "Consumer links attached, by the filter types in their filter set",
                      "filter_type", links)
-        refusals = dict(broker.plugin.stats.refusals)
-        for reason, count in list(broker.links.refusals.items()):
-            _add(refusals, reason, count)
+        state = self.snapshot()
         yield _counter("filtex_link_refusals", "Links refused, by reason (the filter type, "
-                       "'limit', or the broker's condition)", "reason", refusals)
-        depths = {(node.kind, name): node.depth()
-                  for name, node in list(broker.registry.nodes.items())}
-        yield _depth_gauge(depths)
+                       "'limit', or the broker's condition)", "reason", state.refusals)
+        yield _depth_gauge(state.depths)
         yield _gauge("filtex_connections", "Client connections open", None,
-                     {"": len(broker.clients)})
-        induced = broker.induced_errors
+                     {"": state.connections})
         yield _counter("filtex_induced_evaluation_errors",
                        "Evaluation errors charged to the producing connections (spec §7.2)",
-                       None, {"": induced.total()})
+                       None, {"": state.induced_errors})
         yield _counter("filtex_connections_closed_for_errors",
                        "Producing connections closed for inducing evaluation errors", None,
-                       {"": induced.closed})
-        if broker.archive is not None:
-            yield from _archive_metrics(broker.archive)
+                       {"": state.connections_closed_for_errors})
+        if state.archive is not None:
+            yield from _archive_metrics(state.archive)
 
 
 class _Collector(Collector):

@@ -7,6 +7,7 @@ again every stalled producer is topped up (:meth:`Node.room_available`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -15,7 +16,7 @@ from filtex_proton.plugin import FilterMessage
 if TYPE_CHECKING:
     from broker.entry import Entry
 
-__all__ = ["Node", "NodeLimits", "RoomToWait", "Stalled"]
+__all__ = ["Journal", "Node", "NodeLimits", "RoomToWait", "Stalled", "SubscriptionJournals"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,27 @@ class NodeLimits:
 
     max_messages: int
     max_bytes: int
+
+
+class Journal(Protocol):
+    """A node's durable log, as the node sees it (``--data-dir``; ``broker.store`` has the one
+    implementation). Nodes call it on the reactor thread; it never calls back."""
+
+    def enqueue(self, entry: Entry) -> None: ...
+
+    def ack(self, entry: Entry) -> None: ...
+
+    def replace(self, entry: Entry, data: bytes) -> None: ...
+
+    def remember_filter(self, encoded: bytes) -> None:
+        """A durable subscription's consumer attached with this (encoded) filter set."""
+        ...
+
+    def drop(self) -> None: ...
+
+
+SubscriptionJournals = Callable[[str, str, str], Journal]
+"""(topic, container-id, link name) -> the log of a durable subscription."""
 
 
 class Stalled(Protocol):

@@ -29,18 +29,32 @@ consumer with credit can be waiting for).
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, ClassVar, Final
+from typing import ClassVar, Final, Protocol, cast
 
 from broker.entry import Entry
-from broker.node import Node, NodeLimits
+from broker.node import Journal, Node, NodeLimits
 from filtex_proton.matcher import NodeMatcher, Verdict
-from filtex_proton.plugin import FilterMessage
+from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
-if TYPE_CHECKING:
-    from broker.consumer import Consumer
-    from broker.store import Journal
+__all__ = ["Outlet", "Queue"]
 
-__all__ = ["Queue"]
+
+class Outlet(Protocol):
+    """A consumer as its queue sees it (``broker.consumer.Consumer``; test stand-ins too): the
+    queue decides what to send, the outlet puts it on the wire and keeps the credit."""
+
+    credit: int
+    cursor: int
+    order: int
+    ruled_out: int
+    closed: bool
+    browse: bool
+    filter: LinkFilter | None
+    filter_stats: FilterStats | None
+
+    def send(self, entry: Entry) -> None: ...
+
+    def __hash__(self) -> int: ...  # by identity: the node matcher's key
 
 _COMPACT_MIN: Final = 1024
 """Holes tolerated before compaction (compaction also waits for holes > live entries)."""
@@ -59,8 +73,8 @@ class Queue(Node):
         self.ready = 0
         """Messages queued and not delivered (dispatch stops when there are none)."""
         self.bytes = 0
-        self.consumers: list[Consumer] = []
-        self.browsers: list[Consumer] = []
+        self.consumers: list[Outlet] = []
+        self.browsers: list[Outlet] = []
         self._next = 0
         """Round-robin position among consumers (index into ``consumers``)."""
         self._served = 0
@@ -68,12 +82,12 @@ class Queue(Node):
         candidates: the next one served is the first candidate attached after it)."""
         self._attaches = 0
         """Consumers attached so far: a consumer's ``order``, an entry's ``epoch``."""
-        self.matcher: NodeMatcher[Consumer] = NodeMatcher()
+        self.matcher: NodeMatcher[Outlet] = NodeMatcher()
         """The (non-browsing) consumers' filter sets, indexed."""
         self._returned: list[Entry] = []
         """Entries requeued and not yet offered again."""
         self._filtered = 0
-        """Consumers with filters: with none, messages skip the matcher (plain round robin)."""
+        """Outlets with filters: with none, messages skip the matcher (plain round robin)."""
         self._dispatching = False
         self._again = False
         self._owner: Node = owner if owner is not None else self
@@ -183,10 +197,8 @@ class Queue(Node):
 
     # -- consumers ---------------------------------------------------------------
 
-    def add_consumer(self, consumer: Consumer) -> None:
+    def add_consumer(self, consumer: Outlet) -> None:
         consumer.cursor = 0
-        if self.journal is not None:
-            self.journal.attached(consumer)
         if consumer.browse:
             self.browsers.append(consumer)
         else:
@@ -196,7 +208,7 @@ class Queue(Node):
             self.matcher.register(consumer, consumer.filter)
             self._filtered += consumer.filter is not None
 
-    def remove_consumer(self, consumer: Consumer) -> None:
+    def remove_consumer(self, consumer: Outlet) -> None:
         group = self.browsers if consumer.browse else self.consumers
         if consumer in group:
             group.remove(consumer)
@@ -222,15 +234,15 @@ class Queue(Node):
         if self._dispatching:
             self._again = True  # the dispatch under way looks at it
             return
-        candidates = entry.candidates
-        if candidates is None:  # arrived before any consumer: every one may want it
+        if entry.candidates is None:  # arrived before any consumer: every one may want it
             self.dispatch()
             return
+        candidates = cast("tuple[Outlet, ...]", entry.candidates)  # this queue's, from its matcher
         served = self._served
         turn = [c for c in candidates if c.order > served]  # round robin: after the last served
         turn += [c for c in candidates if c.order <= served]
-        retry: list[Consumer] = []
-        said_no: set[Consumer] = set()
+        retry: list[Outlet] = []
+        said_no: set[Outlet] = set()
         message = entry.message
         refused = entry.refused
         for consumer in turn:
@@ -254,7 +266,7 @@ class Queue(Node):
             if entry.owner is None:
                 self.dispatch_to(consumer)
 
-    def dispatch_to(self, consumer: Consumer) -> None:
+    def dispatch_to(self, consumer: Outlet) -> None:
         """One consumer got credit: it takes the queued messages it matches, in order.
 
         Other consumers need nothing (by the invariant in the module docstring, a
@@ -334,7 +346,7 @@ class Queue(Node):
                     continue
             idle += 1
 
-    def _next_for(self, consumer: Consumer) -> Entry | None:
+    def _next_for(self, consumer: Outlet) -> Entry | None:
         """The first queued entry past the consumer's cursor that its filters match.
 
         A filter that ran out of its evaluation budget (a garbage-collection

@@ -15,9 +15,9 @@ import uuid
 from typing import TYPE_CHECKING
 
 from broker.entry import Entry
-from broker.node import Node, NodeLimits
+from broker.node import Journal, Node, NodeLimits
 from broker.queue import Queue
-from broker.store import queue_meta
+from broker.store import queue_meta, subscription_meta
 from broker.topic import Topic
 
 if TYPE_CHECKING:
@@ -55,10 +55,14 @@ class Registry:
                 if isinstance(node, Queue):
                     node.journal = self.store.journal(queue_meta(address))
                 else:
-                    node.store = self.store
+                    node.journals = self._subscription_journal
             self.nodes[address] = node
             log.info("created %s %r", node.kind, address)
         return node
+
+    def _subscription_journal(self, topic: str, container_id: str, link_name: str) -> Journal:
+        assert self.store is not None
+        return self.store.journal(subscription_meta(topic, container_id, link_name))
 
     def dynamic_node(self, *, topic: bool = False) -> Node:
         """A node with a fresh address; the caller makes its link the ``dynamic_owner``."""

@@ -81,7 +81,6 @@ from proton import (
 )
 
 from broker.client import ClientConnection
-from broker.config import BrokerConfig
 from broker.engine import (
     ACCEPTED,
     MODIFIED,
@@ -96,6 +95,7 @@ from broker.engine import (
 from broker.producer import Producer
 from broker.registry import Registry
 from broker.relay_origin import OriginStamp
+from broker.settings import BrokerConfig
 from broker.terminus import read_terminus, refuse
 from broker.upstream_brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from filtex_proton.matcher import NodeMatcher

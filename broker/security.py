@@ -12,15 +12,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from broker.auth import AccessPolicy, anonymous_default, is_loopback
 from broker.gate import Gate
+from broker.settings import BrokerConfig, ConfigError, parse_listen, split_list
 from broker.tls import VERIFY_MODES, TlsError, TlsSettings, server_context
 from broker.users import Users, UsersError, load_users
-
-if TYPE_CHECKING:
-    from broker.config import BrokerConfig
 
 __all__ = ["build_gate", "reload_users", "tls_listeners", "validate_security"]
 
@@ -29,9 +26,7 @@ log = logging.getLogger("filtex.broker.auth")
 
 def tls_listeners(config: BrokerConfig) -> tuple[tuple[str, int], ...]:
     """The ``listen_tls`` addresses (comma-separated ``HOST:PORT``)."""
-    from broker.config import _split, parse_listen
-
-    return tuple(parse_listen(part) for part in _split(config.listen_tls))
+    return tuple(parse_listen(part) for part in split_list(config.listen_tls))
 
 
 def _users(config: BrokerConfig) -> Users | None:
@@ -47,8 +42,6 @@ def _allow_anonymous(config: BrokerConfig, users: Users | None) -> bool:
 
 def validate_security(config: BrokerConfig) -> None:
     """Raise :class:`ConfigError` for settings that cannot work or would open the broker."""
-    from broker.config import ConfigError
-
     tls = tls_listeners(config)
     if config.tls_verify_client not in VERIFY_MODES:
         raise ConfigError(f"tls_verify_client {config.tls_verify_client!r} is not none, "

@@ -39,7 +39,7 @@ from filtex_proton.plugin import FiltexPlugin
 if TYPE_CHECKING:
     from proton import Event
 
-    from broker.metrics import BrokerMetrics
+    from broker.metrics import BrokerMetrics, BrokerSnapshot
     from broker.store import Store
 
 __all__ = ["Broker"]
@@ -132,7 +132,7 @@ class Broker:
         if config.metrics:
             from broker.metrics import BrokerMetrics  # prometheus-client: the 'metrics' extra
 
-            self.metrics = BrokerMetrics(self)
+            self.metrics = BrokerMetrics(self.metrics_snapshot)
             self.plugin.link_filter_class = self.metrics.link_filter_class
             self.links.metrics = self.metrics
         self.clients: dict[int, ClientConnection] = {}
@@ -157,6 +157,23 @@ class Broker:
 
     # -- running ---------------------------------------------------------------------
 
+
+    def metrics_snapshot(self) -> BrokerSnapshot:
+        """What ``--metrics`` reads at scrape time (from its HTTP thread: copies of counters)."""
+        from broker.metrics import BrokerSnapshot
+
+        refusals = dict(self.plugin.stats.refusals)
+        for reason, count in list(self.links.refusals.items()):
+            refusals[reason] = refusals.get(reason, 0) + count
+        return BrokerSnapshot(
+            refusals=refusals,
+            depths={(node.kind, name): node.depth()
+                    for name, node in list(self.registry.nodes.items())},
+            connections=len(self.clients),
+            induced_errors=self.induced_errors.total(),
+            connections_closed_for_errors=self.induced_errors.closed,
+            archive=self.archive,
+        )
     def run(self) -> None:
         """Serve until :meth:`stop`; raises if a listener cannot be bound."""
         self.container = make_container(self.config.event_loop, BrokerHandler(self))

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from broker.consumer import Consumer
     from broker.entry import Entry
 
 __all__ = ["COMPACT_MIN_BYTES", "Journal", "Recovered", "Store", "StoreLockedError"]
@@ -162,12 +161,10 @@ class Journal:
             self.live += len(data) - entry.size
             self.store.append(self, record(REPLACE, ident, data))
 
-    def attached(self, consumer: Consumer) -> None:
+    def remember_filter(self, encoded: bytes) -> None:
         """A consumer attached: a durable subscription remembers the filter set it gave."""
         if self.meta.get("kind") != "subscription":
             return
-        data = consumer.link.remote_source.filter
-        encoded = bytes(data.encode()) if data is not None else b""
         if encoded and encoded != self._filter:
             self._filter = encoded
             self.meta = {**self.meta, "filter": encoded.hex()}

@@ -14,18 +14,13 @@ subscriber slows the publishers, it is never silently skipped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar
 
 from broker.entry import Entry
-from broker.node import Node, NodeLimits
+from broker.node import Node, NodeLimits, SubscriptionJournals
 from broker.queue import Queue
-from broker.store import subscription_meta
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import FilterMessage, LinkFilter
-
-if TYPE_CHECKING:
-    from broker.consumer import Consumer
-    from broker.store import Store
 
 __all__ = ["Subscription", "Topic"]
 
@@ -41,7 +36,7 @@ class Subscription:
         self.topic = topic
         self.key = key
         """(container-id, link name) for durable subscriptions, else None."""
-        self.consumer: Consumer | None = None
+        self.consumer: object | None = None
         """The attached consumer; None while a durable subscription is detached."""
         self.durable = key is not None
         self._filter = link_filter
@@ -73,8 +68,8 @@ class Topic(Node):
         self.subscriptions: list[Subscription] = []
         self.matcher: NodeMatcher[Subscription] = NodeMatcher()
         """Every subscription's filter set, indexed (a subscription without filters too)."""
-        self.store: Store | None = None
-        """The durable store its durable subscriptions log to (``--data-dir``), if any."""
+        self.journals: SubscriptionJournals | None = None
+        """Where its durable subscriptions log (``--data-dir``), if anywhere."""
 
     def publish(self, message: FilterMessage) -> None:
         if not self.subscriptions:
@@ -96,9 +91,8 @@ class Topic(Node):
     ) -> Subscription:
         """A new subscription; it sees messages published from now on."""
         subscription = Subscription(self, key, link_filter)
-        if key is not None and self.store is not None:  # durable: its own log
-            subscription.queue.journal = self.store.journal(
-                subscription_meta(self.name, key[0], key[1]))
+        if key is not None and self.journals is not None:  # durable: its own log
+            subscription.queue.journal = self.journals(self.name, key[0], key[1])
         self.subscriptions.append(subscription)
         self.matcher.register(subscription, link_filter)
         return subscription

@@ -1,0 +1,121 @@
+"""What the broker's settings are: the frozen :class:`BrokerConfig` every part is handed, its
+error, and the few value parsers that parts other than ``broker.config`` need.
+
+``broker.config`` reads them (defaults < TOML < environment < flags) and validates them; this
+module only defines them, so that the modules a setting concerns (security, say) can name the
+type without importing the reader (which checks them, and so imports those modules).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from filtex_proton.limits import DEFAULT_LIMITS, Limits
+
+__all__ = ["DEFAULT_LISTEN", "BrokerConfig", "ConfigError", "parse_listen", "split_list"]
+
+DEFAULT_LISTEN: Final = ("127.0.0.1", 5672)
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message says which and why."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Everything an operator may set. Defaults suit a development machine."""
+
+    listen: tuple[tuple[str, int], ...] = (DEFAULT_LISTEN,)
+    """Addresses to accept AMQP connections on; port 0 picks a free port."""
+    ready_file: Path | None = None
+    """Written (atomically) with one ``host:port`` line per listener once all are bound."""
+    data_dir: Path | None = None
+    """The durable store's directory (``--data-dir``); None: messages are in memory only."""
+    container_id: str = "filtex-broker"
+    """The container-id sent in the open frame."""
+    log_level: str = "INFO"
+    credit_window: int = 1000
+    """Credit given to each producer link; topped up when half is used."""
+    max_queue_messages: int = 100_000
+    """Per node: messages held (queued or delivered but unsettled) before producers stall."""
+    max_queue_bytes: int = 256 * 1024 * 1024
+    """Per node: bytes held before producers stall."""
+    max_message_size: int = 64 * 1024 * 1024
+    """Advertised on producer links; larger messages are rejected."""
+    dead_letter_address: str = "DLQ"
+    """Where rejected messages go; empty disables it (they are then logged and dropped)."""
+    shutdown_grace: float = 5.0
+    """Seconds to wait for peers to answer our close on SIGINT/SIGTERM."""
+    disabled: tuple[str, ...] = ()
+    """Filter types (``amqp:sql-filter``) or families (``AMQP_FILTEX_SQL_V1_0``) switched off."""
+    limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)
+    """Filter complexity limits (spec §7.1)."""
+    upstream: str = ""
+    """Relay mode: ``amqp://host:port`` of the broker the nodes live on ('' = serve nodes here)."""
+    upstream_user: str = ""
+    upstream_password: str = ""
+    upstream_selector: str = "auto"
+    """Push JMS selectors upstream: auto (if it offers APACHE.ORG:SELECTOR), always, never."""
+    upstream_held: int = 1000
+    """Relay mode: non-matching queue messages held (unsettled) per consumer link."""
+    upstream_non_match: str = "auto"
+    """Relay mode, queue non-matches without pushdown: modified (undeliverable-here), hold,
+    or auto (modified if the upstream's product is known to honour it)."""
+    archive: str = ""
+    """Directory of the Parquet message archive ('' = no archive); see docs/ARCHIVE.md."""
+    archive_nodes: tuple[str, ...] = ()
+    """Glob patterns of the addresses archived; empty: every node (with ``archive``)."""
+    archive_max_pending_bytes: int = 64 * 1024 * 1024
+    """Bytes queued for the archive writer before producers to archived nodes stall."""
+    upstream_ca: str = ""
+    """Relay mode, amqps://: PEM file of the CAs trusted for the upstream's certificate."""
+    upstream_cert: str = ""
+    """Relay mode, amqps://: PEM client certificate presented to the upstream (with the key)."""
+    upstream_key: str = ""
+    upstream_verify_hostname: bool = True
+    """Relay mode, amqps://: the upstream's certificate must name the URL's host."""
+    max_evaluation_errors_per_second: float = 0.0
+    """Spec §7.2: filter evaluation errors a producing connection's messages may cause (0: off)."""
+    evaluation_error_action: str = "log"
+    """What happens above that rate: ``log`` (once per interval) or ``close`` the connection."""
+    evaluation_error_interval: float = 10.0
+    """Seconds per counting window, and between two log lines about one connection."""
+    metrics: str = ""
+    """``HOST:PORT`` to serve Prometheus metrics on ('' = off)."""
+    listen_tls: str = ""
+    """TLS listeners, ``HOST:PORT[,HOST:PORT...]`` (docs/BROKER.md "Security")."""
+    tls_cert: str = ""
+    tls_key: str = ""
+    tls_ca: str = ""
+    tls_verify_client: str = "none"
+    users: str = ""
+    """The users file: hashed passwords, certificate subjects, address grants."""
+    allow_anonymous: bool | None = None
+    """None: only if every listener is loopback and there is no users file."""
+    allow_plain_without_tls: bool = False
+    auth_timeout: float = 10.0
+    event_loop: str = "auto"
+    """``auto``: the fast loop on a tested python-qpid-proton, else proton's stock Container
+    (with a warning); ``fast``; ``stock`` (docs/BROKER.md "Performance")."""
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (or ``:PORT``, or ``[v6]:PORT``) as a (host, port) pair."""
+    host, sep, port = text.strip().rpartition(":")
+    if not sep:
+        raise ConfigError(f"listen address {text!r} is not HOST:PORT")
+    host = host.strip("[]") or DEFAULT_LISTEN[0]
+    try:
+        number = int(port)
+    except ValueError:
+        raise ConfigError(f"listen address {text!r}: port {port!r} is not a number") from None
+    if not 0 <= number <= 65535:
+        raise ConfigError(f"listen address {text!r}: port out of range")
+    return host, number
+
+
+def split_list(text: str) -> list[str]:
+    """A comma-separated list, blanks dropped."""
+    return [part.strip() for part in text.split(",") if part.strip()]
