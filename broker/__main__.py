@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 from broker.config import ConfigError, describe, load_config
-from broker.loops import EventLoopError
-from broker.proton_internals import InternalsError
+from broker.loop.contract import EventLoopError
+from broker.loop.proton_internals import InternalsError
 from broker.server import Broker
 
 __all__ = ["main"]

@@ -323,7 +323,7 @@ def _validate(config: BrokerConfig) -> None:
                           "the upstream broker")
     if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"log_level {config.log_level!r} is not a logging level")
-    from broker.security import validate_security  # imports this module
+    from broker.security.setup import validate_security  # imports this module
 
     validate_security(config)
 

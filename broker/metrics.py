@@ -27,9 +27,9 @@ from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-    from broker.archiving import Archiver
-    from broker.consumer import Consumer
-    from broker.node import Node
+    from broker.archive.archiver import Archiver
+    from broker.nodes.consumer import Consumer
+    from broker.nodes.node import Node
 
 __all__ = ["BrokerMetrics"]
 

@@ -21,18 +21,19 @@ from typing import TYPE_CHECKING, Any, Final
 from proton import Condition, Connection, Endpoint, Handler, Link, symbol
 from proton.reactor import Container
 
-from broker.archiving import Archiver
+from broker.archive.archiver import Archiver
 from broker.client import ClientConnection
 from broker.config import BrokerConfig
 from broker.error_rate import InducedErrors
-from broker.gate import SecureAcceptor
+from broker.security.gate import SecureAcceptor
 from broker.handler import BrokerHandler, client_of
 from broker.links import LinkManager
-from broker.loops import EventLoopError, FastLink, make_container
-from broker.node import NodeLimits
-from broker.proton_internals import Acceptor, listening_address, unbind_transport
-from broker.registry import Registry
-from broker.security import build_gate, reload_users, tls_listeners
+from broker.loop.auto import make_container
+from broker.loop.contract import EventLoopError, FastLink
+from broker.nodes.node import NodeLimits
+from broker.loop.proton_internals import Acceptor, listening_address, unbind_transport
+from broker.nodes.registry import Registry
+from broker.security.setup import build_gate, reload_users, tls_listeners
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
     from proton import Event
 
     from broker.metrics import BrokerMetrics, BrokerSnapshot
-    from broker.store import Store
+    from broker.store.log import Store
 
 __all__ = ["Broker"]
 
@@ -141,7 +142,7 @@ class Broker:
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.container: Any = None
-        """The event loop (:mod:`broker.loops`): ``FastContainer`` or ``StockContainer``."""
+        """The event loop (:mod:`broker.loop.auto`): ``FastContainer`` or ``StockContainer``."""
         self.archive: Archiver | None = None
         """``--archive``: opened by :meth:`run`, flushed and closed when it returns."""
         self.store: Store | None = None
@@ -207,7 +208,7 @@ class Broker:
     def _open_store(self) -> None:
         """Replay the data directory into the registry before anyone can connect."""
         if self.config.data_dir is not None:
-            from broker.store_nodes import open_store
+            from broker.store.recovery import open_store
 
             self.store = open_store(self.config.data_dir, self.registry, self.plugin,
                                     self._waker.wake)
@@ -315,7 +316,7 @@ class Broker:
         self.clients[origin] = client
         connection.container = self.config.container_id
         connection.offered_capabilities = [ANONYMOUS_RELAY]
-        # what we are, so that a relay in front of us knows it (broker/upstream_brokers.py)
+        # what we are, so that a relay in front of us knows it (broker/relay/brokers.py)
         connection.properties = {symbol("product"): "filtex-broker",
                                  symbol("version"): __version__}
         self.plugin.offer_capabilities(connection)

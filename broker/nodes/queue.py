@@ -1,0 +1,411 @@
+"""The queue node: competing consumers, each given only what its filters match.
+
+Messages sit in a list of slots in arrival order. A delivered-but-unsettled
+message keeps its slot, so a message that comes back (released, modified, or
+left unsettled when its consumer went away) is back exactly where it was, in
+order. A settled message leaves a hole; holes are compacted away in bulk.
+
+Many filtered consumers on one queue cost little more than a few: the queue's
+node matcher (``filtex_proton.matcher``, docs/PLUGIN.md) says, when a message
+arrives, which consumers could match it (its *candidates*), and the message is
+offered only to those, round robin from the consumer after the last one served,
+each candidate with credit evaluated until one matches. A consumer that is not
+a candidate cannot match the message and never evaluates it.
+
+Each consumer also has a cursor: the first slot it has not looked at. When a
+consumer gets credit it scans from its cursor for the first queued message it
+matches, skipping (without evaluating) those whose candidates it was not among,
+and evaluating its filter on the ones that arrived before it attached. A message
+that no current consumer matches simply stays, for a later consumer (whose
+cursor starts at the front). When a message comes back, cursors past it are
+moved back to it and it is offered again. Browsers (distribution-mode ``copy``)
+walk the same slots with their own cursor and take nothing.
+
+Invariant: after every offer and every scan, a consumer with credit has no
+queued message it matches (so a new or returned message is the only thing a
+consumer with credit can be waiting for).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from typing import ClassVar, Final, Protocol, cast
+
+from broker.nodes.entry import Entry
+from broker.nodes.node import Journal, Node, NodeLimits
+from filtex_proton.matcher import NodeMatcher, Verdict
+from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
+
+__all__ = ["Outlet", "Queue"]
+
+
+class Outlet(Protocol):
+    """A consumer as its queue sees it (``broker.nodes.consumer.Consumer``; test stand-ins too): the
+    queue decides what to send, the outlet puts it on the wire and keeps the credit."""
+
+    credit: int
+    cursor: int
+    order: int
+    ruled_out: int
+    closed: bool
+    browse: bool
+    filter: LinkFilter | None
+    filter_stats: FilterStats | None
+
+    def send(self, entry: Entry) -> None: ...
+
+    def __hash__(self) -> int: ...  # by identity: the node matcher's key
+
+_COMPACT_MIN: Final = 1024
+"""Holes tolerated before compaction (compaction also waits for holes > live entries)."""
+
+
+class Queue(Node):
+    """Messages kept until consumed; see the module docstring for the dispatch rules."""
+
+    kind: ClassVar[str] = "queue"
+
+    def __init__(self, name: str, limits: NodeLimits, *, owner: Node | None = None) -> None:
+        super().__init__(name, limits)
+        self._slots: list[Entry | None] = []
+        self.count = 0
+        """Messages held: queued plus delivered-unsettled."""
+        self.ready = 0
+        """Messages queued and not delivered (dispatch stops when there are none)."""
+        self.bytes = 0
+        self.consumers: list[Outlet] = []
+        self.browsers: list[Outlet] = []
+        self._next = 0
+        """Round-robin position among consumers (index into ``consumers``)."""
+        self._served = 0
+        """The ``order`` of the consumer served last by an offer (round robin among
+        candidates: the next one served is the first candidate attached after it)."""
+        self._attaches = 0
+        """Consumers attached so far: a consumer's ``order``, an entry's ``epoch``."""
+        self.matcher: NodeMatcher[Outlet] = NodeMatcher()
+        """The (non-browsing) consumers' filter sets, indexed."""
+        self._returned: list[Entry] = []
+        """Entries requeued and not yet offered again."""
+        self._filtered = 0
+        """Outlets with filters: with none, messages skip the matcher (plain round robin)."""
+        self._dispatching = False
+        self._again = False
+        self._owner: Node = owner if owner is not None else self
+        """Whose stalled producers to wake when room appears (a topic, for a subscription)."""
+        self.journal: Journal | None = None
+        """The node's log in the durable store (``--data-dir``), if it has one."""
+
+    # -- storage ---------------------------------------------------------------
+
+    def publish(self, message: FilterMessage) -> None:
+        self.put(Entry(message))
+
+    def put(self, entry: Entry) -> None:
+        """Append an entry and offer it to consumers."""
+        entry.pos = len(self._slots)
+        self._slots.append(entry)
+        if self.journal is not None:
+            self.journal.enqueue(entry)
+        self.count += 1
+        self.ready += 1
+        self.bytes += entry.size
+        if not self._filtered:  # nothing to index: plain round robin, every consumer matches
+            if self.consumers or self.browsers:
+                self.dispatch()
+            return
+        entry.epoch = self._attaches
+        entry.candidates = self.matcher.candidates(entry.message)
+        if self._returned:  # what came back is older: offered first
+            self.dispatch_returned()
+        self._offer(entry)
+        if self.browsers:
+            self.dispatch()
+
+    put_back = put
+
+    def has_room(self) -> bool:
+        limits = self.limits
+        return self.count < limits.max_messages and self.bytes < limits.max_bytes
+
+    def depth(self) -> int:
+        return self.count
+
+    def remove(self, entry: Entry) -> None:
+        """The entry is settled (consumed, dead-lettered, dropped): it leaves the queue."""
+        pos = entry.pos
+        if pos < 0:
+            return
+        self._slots[pos] = None
+        if self.journal is not None:
+            self.journal.ack(entry)
+        entry.pos = -1
+        entry.owner = None
+        self.count -= 1
+        self.bytes -= entry.size
+        holes = len(self._slots) - self.count
+        if holes > _COMPACT_MIN and holes > self.count:
+            self._compact()
+        owner = self._owner
+        if owner.stalled:
+            owner.room_available()
+
+    def requeue(self, entry: Entry) -> None:
+        """A delivered entry comes back, in its original place; then call
+        :meth:`dispatch_returned` (or :meth:`dispatch`) to offer what came back."""
+        entry.owner = None
+        self.ready += 1
+        pos = entry.pos
+        for consumer in self.consumers:
+            consumer.cursor = min(consumer.cursor, pos)
+        self._returned.append(entry)
+
+    def dispatch_returned(self) -> None:
+        """Offer the entries that came back, in queue order (only to their candidates)."""
+        returned, self._returned = self._returned, []
+        returned.sort(key=_position)
+        for entry in returned:
+            self._offer(entry)
+
+    def resize(self, entry: Entry, data: bytes, message: FilterMessage) -> None:
+        """Replace an entry's bytes (a rewritten header), keeping the byte count right."""
+        self.bytes += len(data) - entry.size
+        if self.journal is not None:
+            self.journal.replace(entry, data)
+        entry.data = data
+        entry.message = message
+        entry.size = len(data)
+        if entry.candidates is not None:  # a filter may read what changed (delivery-count)
+            entry.epoch = self._attaches
+            entry.candidates = self.matcher.candidates(message)
+
+    def entries(self) -> list[Entry]:
+        """The entries held, in order (for tests and diagnostics)."""
+        return [e for e in self._slots if e is not None]
+
+    def _compact(self) -> None:
+        """Drop the holes; renumber entries and every cursor."""
+        old_positions: list[int] = []
+        slots: list[Entry | None] = []
+        for index, entry in enumerate(self._slots):
+            if entry is not None:
+                entry.pos = len(slots)
+                slots.append(entry)
+                old_positions.append(index)
+        for consumer in (*self.consumers, *self.browsers):
+            consumer.cursor = bisect_left(old_positions, consumer.cursor)
+        self._slots = slots
+
+    # -- consumers ---------------------------------------------------------------
+
+    def add_consumer(self, consumer: Outlet) -> None:
+        consumer.cursor = 0
+        if consumer.browse:
+            self.browsers.append(consumer)
+        else:
+            self._attaches += 1
+            consumer.order = self._attaches
+            self.consumers.append(consumer)
+            self.matcher.register(consumer, consumer.filter)
+            self._filtered += consumer.filter is not None
+
+    def remove_consumer(self, consumer: Outlet) -> None:
+        group = self.browsers if consumer.browse else self.consumers
+        if consumer in group:
+            group.remove(consumer)
+            if not consumer.browse:
+                consumer.ruled_out = self.matcher.ruled_out(consumer)  # for its final counts
+                self.matcher.unregister(consumer)
+                self._filtered -= consumer.filter is not None
+
+    def destroy(self) -> None:
+        if self.journal is not None:
+            self.journal.drop()
+            self.journal = None
+        self._slots = []
+        self.count = self.ready = self.bytes = 0
+
+    # -- dispatch ------------------------------------------------------------------
+
+    def _offer(self, entry: Entry) -> None:
+        """A message became ready (arrived, or came back): give it to the next candidate
+        with credit that matches it, round robin; without one, it waits."""
+        if entry.owner is not None or entry.pos < 0:
+            return  # taken meanwhile (a full dispatch ran first)
+        if self._dispatching:
+            self._again = True  # the dispatch under way looks at it
+            return
+        if entry.candidates is None:  # arrived before any consumer: every one may want it
+            self.dispatch()
+            return
+        candidates = cast("tuple[Outlet, ...]", entry.candidates)  # this queue's, from its matcher
+        served = self._served
+        turn = [c for c in candidates if c.order > served]  # round robin: after the last served
+        turn += [c for c in candidates if c.order <= served]
+        retry: list[Outlet] = []
+        said_no: set[Outlet] = set()
+        message = entry.message
+        refused = entry.refused
+        for consumer in turn:
+            if consumer.credit <= 0 or consumer.closed:
+                continue
+            if refused is not None and consumer in refused:
+                continue
+            verdict = self.matcher.verdict(consumer, message)
+            if verdict is Verdict.MATCHED:
+                self.ready -= 1
+                self._served = consumer.order
+                consumer.send(entry)
+                break
+            if verdict is Verdict.OVER_BUDGET:
+                retry.append(consumer)  # not a "no": its own scan tries again
+            else:
+                said_no.add(consumer)
+        if said_no:  # each consumer evaluates each message once: its scans skip it now
+            entry.candidates = tuple(c for c in candidates if c not in said_no)
+        for consumer in retry:
+            if entry.owner is None:
+                self.dispatch_to(consumer)
+
+    def dispatch_to(self, consumer: Outlet) -> None:
+        """One consumer got credit: it takes the queued messages it matches, in order.
+
+        Other consumers need nothing (by the invariant in the module docstring, a
+        consumer with credit has already taken what it matches)."""
+        if consumer.browse:
+            self.dispatch()
+            return
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            while consumer.credit > 0 and self.ready and not consumer.closed:
+                entry = self._next_for(consumer)
+                if entry is None:
+                    break
+                self.ready -= 1
+                consumer.send(entry)
+        finally:
+            self._dispatching = False
+        if self._again:
+            self.dispatch()
+
+    def dispatch(self) -> None:
+        """Send what can be sent: each consumer gets its next matching message, round robin.
+
+        Looks at every consumer: used when a consumer arrives or an offer was deferred;
+        a message's arrival and one consumer's credit take the cheaper paths above."""
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        self._returned = []  # a full dispatch looks at them too
+        try:
+            again = True
+            while again:
+                self._again = False
+                if self.ready and self.consumers:
+                    self._dispatch_consumers()
+                if self.browsers:
+                    self._dispatch_browsers()
+                again = self._again
+        finally:
+            self._dispatching = False
+
+    def _dispatch_consumers(self) -> None:
+        consumers = self.consumers
+        n = len(consumers)
+        if n == 1:
+            only = consumers[0]
+            while only.credit > 0 and self.ready:
+                entry = self._next_for(only)
+                if entry is None:
+                    return
+                self.ready -= 1
+                only.send(entry)
+            return
+        index = self._next % n
+        idle = 0
+        while idle < n and self.ready:
+            consumer = consumers[index]
+            index += 1
+            if index == n:
+                index = 0
+            if consumer.credit > 0:
+                entry = self._next_for(consumer)
+                if entry is not None:
+                    self.ready -= 1
+                    consumer.send(entry)
+                    self._next = index
+                    idle = 0
+                    if len(consumers) != n:  # the send closed a consumer: start over
+                        n = len(consumers)
+                        if n == 0:
+                            return
+                        index %= n
+                    continue
+            idle += 1
+
+    def _next_for(self, consumer: Outlet) -> Entry | None:
+        """The first queued entry past the consumer's cursor that its filters match.
+
+        A filter that ran out of its evaluation budget (a garbage-collection
+        pause, a busy machine) has not said no: such an entry is looked at
+        again, a few times, before the consumer's cursor leaves it behind.
+        """
+        slots = self._slots
+        n = len(slots)
+        i = consumer.cursor
+        link_filter = consumer.filter
+        stats = consumer.filter_stats
+        misses = stats.budget_exceeded if stats is not None else 0
+        rewind = -1
+        while True:
+            while i < n:
+                entry = slots[i]
+                i += 1
+                if entry is None or entry.owner is not None:
+                    continue
+                candidates = entry.candidates
+                if (candidates is not None and consumer.order <= entry.epoch
+                        and consumer not in candidates):
+                    continue  # the matcher ruled it out when the message arrived
+                if entry.refused is not None and consumer in entry.refused:
+                    continue
+                if link_filter is not None and not link_filter.matches(entry.message):
+                    if stats is not None and stats.budget_exceeded != misses:
+                        misses = stats.budget_exceeded
+                        if rewind < 0 and entry.retry(consumer):
+                            rewind = i - 1
+                    continue
+                consumer.cursor = i if rewind < 0 else rewind  # come back for the retry
+                return entry
+            if rewind < 0:
+                consumer.cursor = n
+                return None
+            i, rewind = rewind, -1
+
+    def _dispatch_browsers(self) -> None:
+        for browser in self.browsers:
+            link_filter = browser.filter
+            while browser.credit > 0:
+                slots = self._slots
+                n = len(slots)
+                i = browser.cursor
+                found: Entry | None = None
+                while i < n:
+                    entry = slots[i]
+                    i += 1
+                    if entry is not None and (
+                        link_filter is None or link_filter.matches(entry.message)
+                    ):
+                        found = entry
+                        break
+                browser.cursor = i
+                if found is None:
+                    break
+                browser.send(found)
+
+
+def _position(entry: Entry) -> int:
+    return entry.pos

@@ -1,0 +1,88 @@
+"""The address space: nodes by address, created on first use; durable subscriptions; dead letters.
+
+An address names a queue unless the first link to use it says ``topic`` (the
+Qpid JMS node capability); the kind is fixed at creation. Dynamic nodes get a
+fresh address and are deleted with the link that asked for them. Rejected
+messages go to the dead-letter queue, ignoring its limits: a rejected message
+must never vanish silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import uuid
+from typing import TYPE_CHECKING
+
+from broker.nodes.entry import Entry
+from broker.nodes.node import Journal, Node, NodeLimits
+from broker.nodes.queue import Queue
+from broker.store.log import queue_meta, subscription_meta
+from broker.nodes.topic import Topic
+
+if TYPE_CHECKING:
+    from broker.store.log import Store
+    from broker.nodes.topic import Subscription
+
+__all__ = ["Registry"]
+
+log = logging.getLogger("filtex.broker")
+
+
+class Registry:
+    """Every node the broker holds, by address."""
+
+    def __init__(self, limits: NodeLimits, dead_letter_address: str) -> None:
+        self.limits = limits
+        self.dead_letter_address = dead_letter_address
+        self.nodes: dict[str, Node] = {}
+        self.durable: dict[tuple[str, str], Subscription] = {}
+        """Durable topic subscriptions by (container-id, link name)."""
+        self.store: Store | None = None
+        """The durable store (``--data-dir``): new non-dynamic nodes log to it."""
+        self._dynamic = itertools.count(1)
+        self._prefix = uuid.uuid4().hex[:8]
+
+    def lookup(self, address: str) -> Node | None:
+        return self.nodes.get(address)
+
+    def node(self, address: str, *, topic: bool = False, durable: bool = True) -> Node:
+        """The node at ``address``, created (as a topic if asked, else a queue) on first use."""
+        node = self.nodes.get(address)
+        if node is None:
+            node = Topic(address, self.limits) if topic else Queue(address, self.limits)
+            if durable and self.store is not None:  # a queue logs; a topic, its durable subs
+                if isinstance(node, Queue):
+                    node.journal = self.store.journal(queue_meta(address))
+                else:
+                    node.journals = self._subscription_journal
+            self.nodes[address] = node
+            log.info("created %s %r", node.kind, address)
+        return node
+
+    def _subscription_journal(self, topic: str, container_id: str, link_name: str) -> Journal:
+        assert self.store is not None
+        return self.store.journal(subscription_meta(topic, container_id, link_name))
+
+    def dynamic_node(self, *, topic: bool = False) -> Node:
+        """A node with a fresh address; the caller makes its link the ``dynamic_owner``."""
+        return self.node(f"dynamic/{self._prefix}/{next(self._dynamic)}", topic=topic,
+                         durable=False)
+
+    def delete(self, node: Node) -> None:
+        if self.nodes.get(node.name) is node:
+            del self.nodes[node.name]
+            depth = node.depth()
+            node.destroy()
+            log.info("deleted %s %r (%d messages held)", node.kind, node.name, depth)
+
+    def dead_letter(self, entry: Entry, reason: str) -> None:
+        """A rejected message goes to the dead-letter queue (or, if disabled, to the log)."""
+        if not self.dead_letter_address:
+            log.warning("rejected message (%d bytes) dropped, no dead-letter address: %s",
+                        entry.size, reason)
+            return
+        node = self.node(self.dead_letter_address)
+        node.put_back(Entry(entry.message))
+        log.info("rejected message (%d bytes) moved to %r: %s",
+                 entry.size, self.dead_letter_address, reason)

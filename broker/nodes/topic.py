@@ -1,0 +1,112 @@
+"""The topic node: every subscription gets its own copy of each message it matches.
+
+A subscription is a private queue (so settlement, redelivery and credit work
+exactly as for queues) fed by the topic. Its filters are evaluated when a
+message is published, through the topic's node matcher (docs/PLUGIN.md): only
+the subscriptions whose indexed conditions the message meets are evaluated, so
+thousands of filtered subscriptions cost little more than a few. A
+subscription only ever holds what it wants, and a
+durable subscription (Qpid JMS: terminus durability + expiry-policy never,
+named by container-id and link name) keeps collecting while its consumer is
+detached. A topic is full when any of its subscriptions is: a stalled
+subscriber slows the publishers, it is never silently skipped.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from broker.nodes.entry import Entry
+from broker.nodes.node import Node, NodeLimits, SubscriptionJournals
+from broker.nodes.queue import Queue
+from filtex_proton.matcher import NodeMatcher
+from filtex_proton.plugin import FilterMessage, LinkFilter
+
+__all__ = ["Subscription", "Topic"]
+
+
+class Subscription:
+    """One subscriber's private queue, its filters, and whether it outlives its link."""
+
+    __slots__ = ("_filter", "consumer", "durable", "key", "queue", "topic")
+
+    def __init__(
+        self, topic: Topic, key: tuple[str, str] | None, link_filter: LinkFilter | None
+    ) -> None:
+        self.topic = topic
+        self.key = key
+        """(container-id, link name) for durable subscriptions, else None."""
+        self.consumer: object | None = None
+        """The attached consumer; None while a durable subscription is detached."""
+        self.durable = key is not None
+        self._filter = link_filter
+        name = f"{topic.name}::{key[1]}" if key is not None else f"{topic.name}::{id(self):x}"
+        self.queue = Queue(name, topic.limits, owner=topic)
+
+    @property
+    def filter(self) -> LinkFilter | None:
+        return self._filter
+
+    @filter.setter
+    def filter(self, link_filter: LinkFilter | None) -> None:
+        """A durable subscription re-attached with other filters: the topic re-indexes it."""
+        self._filter = link_filter
+        if self in self.topic.subscriptions:
+            self.topic.matcher.register(self, link_filter)
+
+    def __repr__(self) -> str:
+        return f"<Subscription {self.queue.name!r} durable={self.durable}>"
+
+
+class Topic(Node):
+    """Publish/subscribe: a message goes to every subscription whose filters match it."""
+
+    kind: ClassVar[str] = "topic"
+
+    def __init__(self, name: str, limits: NodeLimits) -> None:
+        super().__init__(name, limits)
+        self.subscriptions: list[Subscription] = []
+        self.matcher: NodeMatcher[Subscription] = NodeMatcher()
+        """Every subscription's filter set, indexed (a subscription without filters too)."""
+        self.journals: SubscriptionJournals | None = None
+        """Where its durable subscriptions log (``--data-dir``), if anywhere."""
+
+    def publish(self, message: FilterMessage) -> None:
+        if not self.subscriptions:
+            return
+        for subscription in self.matcher.match(message).matched:
+            subscription.queue.put(Entry(message))
+
+    def put_back(self, entry: Entry) -> None:
+        self.publish(entry.message)
+
+    def has_room(self) -> bool:
+        return all(s.queue.has_room() for s in self.subscriptions)
+
+    def depth(self) -> int:
+        return sum(s.queue.count for s in self.subscriptions)
+
+    def subscribe(
+        self, key: tuple[str, str] | None, link_filter: LinkFilter | None
+    ) -> Subscription:
+        """A new subscription; it sees messages published from now on."""
+        subscription = Subscription(self, key, link_filter)
+        if key is not None and self.journals is not None:  # durable: its own log
+            subscription.queue.journal = self.journals(self.name, key[0], key[1])
+        self.subscriptions.append(subscription)
+        self.matcher.register(subscription, link_filter)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        """The subscription ends; what it held goes with it (that is what ending means)."""
+        if subscription in self.subscriptions:
+            self.subscriptions.remove(subscription)
+            self.matcher.unregister(subscription)
+            subscription.queue.destroy()
+        self.room_available()
+
+    def destroy(self) -> None:
+        for subscription in self.subscriptions:
+            subscription.queue.destroy()
+            self.matcher.unregister(subscription)
+        self.subscriptions = []

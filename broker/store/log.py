@@ -1,0 +1,507 @@
+"""The durable store (``--data-dir``): one fsync'ed append-only log per durable node.
+
+A queue, and each durable topic subscription, writes its own log file: an
+``enqueue`` record for every message it takes in (the bytes as they arrived,
+and a store id), an ``ack`` record when the message leaves (accepted,
+rejected into the dead-letter queue, dropped), a ``replace`` record when its
+bytes change (the header's delivery-count after a failed delivery), and
+``meta`` records saying what the log belongs to (queue name, or topic,
+container-id, link name and source filter set of a durable subscription).
+
+Writes are batched (group commit): the reactor thread appends records to
+in-memory buffers and never blocks on the disk; one writer thread writes and
+fsyncs whatever has accumulated, then wakes the reactor, which only then
+accepts the producers' deliveries whose records are in that batch. So a
+producer's ``accepted`` means "on disk", and the fsync rate adapts to the
+load: one per batch, however many messages the batch holds.
+
+Every record carries a CRC-32; recovery replays each log up to the first
+record that is short or fails its CRC (a write torn by a crash), keeps the
+discarded bytes next to the log (``.torn``) and truncates it. A log that is
+mostly acknowledged records is compacted: rewritten, off the reactor thread,
+as its meta and its live messages, then renamed over the old file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import struct
+import threading
+import time
+import uuid
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from broker.nodes.entry import Entry
+
+__all__ = ["COMPACT_MIN_BYTES", "Journal", "Recovered", "Store", "StoreLockedError"]
+
+log = logging.getLogger("filtex.broker")
+
+_HEAD: Final = struct.Struct("<IIBQ")
+"""length (of type, id and payload), CRC-32 (of the same), type, id."""
+_OVERHEAD: Final = _HEAD.size
+_FIXED: Final = _HEAD.size - 8  # the bytes the length covers beyond the payload
+
+META: Final = 1
+ENQUEUE: Final = 2
+ACK: Final = 3
+REPLACE: Final = 4
+
+COMPACT_MIN_BYTES: Final = 4 * 1024 * 1024
+"""A log is compacted once it is this large and at most a quarter of it is still live."""
+SUFFIX: Final = ".log"
+RETRY_PAUSE: Final = 0.1
+"""Seconds between attempts to rewrite a log whose write failed (disk full: no busy loop)."""
+
+Callback = Callable[[bool], None]
+"""Called on the reactor thread once a batch is on disk (True) or could not be written."""
+
+
+def record(kind: int, ident: int, payload: bytes = b"") -> bytes:
+    """One framed record: header with length and CRC, then the payload."""
+    body = struct.pack("<BQ", kind, ident) + payload
+    return struct.pack("<II", len(body), zlib.crc32(body)) + body
+
+
+def parse(data: bytes) -> tuple[list[tuple[int, int, bytes]], int]:
+    """The records of a log and the offset where the intact part ends (a torn tail after)."""
+    records: list[tuple[int, int, bytes]] = []
+    pos = 0
+    end = len(data)
+    while pos + 8 <= end:
+        length, crc = struct.unpack_from("<II", data, pos)
+        stop = pos + 8 + length
+        if length < _FIXED or stop > end:
+            break
+        body = data[pos + 8 : stop]
+        if zlib.crc32(body) != crc:
+            break
+        kind, ident = struct.unpack_from("<BQ", body)
+        records.append((kind, ident, body[_FIXED:]))
+        pos = stop
+    return records, pos
+
+
+class StoreLockedError(OSError):
+    """Another broker process is using the data directory."""
+
+
+@dataclass(slots=True)
+class Recovered:
+    """What one log held when the broker started: its meta and its live messages in order."""
+
+    journal: Journal
+    meta: dict[str, Any]
+    messages: list[tuple[int, bytes]] = field(default_factory=list)
+
+
+class Journal:
+    """One durable node's log. Called on the reactor thread; the store does the IO."""
+
+    __slots__ = ("_filter", "broken", "buffer", "dropped", "fd", "ids", "live", "meta", "next_id",
+                 "path", "size", "snapshot", "store")
+
+    def __init__(self, store: Store, path: Path, meta: dict[str, Any]) -> None:
+        self.store = store
+        self.path = path
+        self.meta = meta
+        self.ids: dict[Entry, int] = {}
+        """Store id of every live entry, in enqueue order."""
+        self.next_id = 1
+        self.buffer = bytearray()
+        """Records not yet handed to the writer."""
+        self.snapshot: bytes | None = None
+        """A compacted image waiting to replace the file (the writer renames it in)."""
+        self.dropped = False
+        self.fd = -1
+        """Owned by the writer thread."""
+        self.broken = False
+        """A write failed (writer thread): nothing more is appended until it is rewritten whole."""
+        self.size = 0
+        self.live = 0
+        """Bytes of the file that still matter (the records of live messages)."""
+        self._filter: bytes = bytes.fromhex(meta.get("filter", ""))
+
+    # -- records (reactor thread) -------------------------------------------------------
+
+    def enqueue(self, entry: Entry) -> None:
+        ident = self.next_id
+        self.next_id += 1
+        self.ids[entry] = ident
+        self.live += entry.size + _OVERHEAD
+        self.store.append(self, record(ENQUEUE, ident, entry.data))
+
+    def adopt(self, entry: Entry, ident: int) -> None:
+        """A recovered message, already on disk under ``ident``."""
+        self.ids[entry] = ident
+        self.live += entry.size + _OVERHEAD
+        self.next_id = max(self.next_id, ident + 1)
+
+    def ack(self, entry: Entry) -> None:
+        ident = self.ids.pop(entry, None)
+        if ident is None:
+            return
+        self.live -= entry.size + _OVERHEAD
+        self.store.append(self, record(ACK, ident))
+        if self.size > COMPACT_MIN_BYTES and self.live * 4 < self.size:
+            self.compact()
+
+    def replace(self, entry: Entry, data: bytes) -> None:
+        ident = self.ids.get(entry)
+        if ident is not None:
+            self.live += len(data) - entry.size
+            self.store.append(self, record(REPLACE, ident, data))
+
+    def remember_filter(self, encoded: bytes) -> None:
+        """A consumer attached: a durable subscription remembers the filter set it gave."""
+        if self.meta.get("kind") != "subscription":
+            return
+        if encoded and encoded != self._filter:
+            self._filter = encoded
+            self.meta = {**self.meta, "filter": encoded.hex()}
+            self.store.append(self, self.meta_record())
+
+    def meta_record(self) -> bytes:
+        return record(META, 0, json.dumps(self.meta, sort_keys=True).encode())
+
+    def compact(self) -> None:
+        """Replace the log by its meta and its live messages (written by the writer thread)."""
+        parts = [self.meta_record()]
+        parts.extend(record(ENQUEUE, ident, entry.data) for entry, ident in self.ids.items())
+        image = b"".join(parts)
+        self.store.replace_image(self, image)
+        log.info("store: compacting %s (%d live messages, %d -> %d bytes)",
+                 self.path.name, len(self.ids), self.size, len(image))
+
+    def drop(self) -> None:
+        """The node is gone for good: its log is deleted."""
+        if not self.dropped:
+            self.dropped = True
+            self.ids.clear()
+            self.store.drop(self)
+
+    def __repr__(self) -> str:
+        return f"<Journal {self.path.name} {self.meta}>"
+
+
+class Store:
+    """The data directory: the logs, the writer thread, the group commit."""
+
+    def __init__(self, directory: Path, wake: Callable[[], None]) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._lock_fd)
+            raise StoreLockedError(
+                f"data directory {directory} is in use by another broker") from None
+        self._wake = wake
+        self._cond = threading.Condition()
+        self._dirty: dict[Journal, None] = {}
+        self._waiting: list[tuple[Callback, int]] = []
+        """Callbacks with the number of the last batch written when each was registered."""
+        self._done: list[tuple[Callback, bool]] = []
+        self._closing = False
+        self._failed = False
+        self._broken: list[Journal] = []
+        """Logs whose last write failed: rewritten whole by :meth:`complete` (the file may
+        end in a partial record, and recovery stops at the first bad one)."""
+        self._appended = 0
+        """Changes handed to the store (reactor thread, under the lock)."""
+        self._written = 0
+        """The value of ``_appended`` the last written batch covered (writer thread)."""
+        self._batch_number = 0
+        self._last_written_batch = 0
+        self._last_failed_batch = 0
+        """A callback is only told ``ok`` if no batch failed since the last one written before
+        it was registered: its change may have been in the failed batch, and a later batch
+        that writes nothing (or other logs) says nothing about it."""
+        self._journals: dict[str, Journal] = {}
+        """Recovered logs by node key, until a node claims them."""
+        self._files: dict[Journal, None] = {}
+        """Logs with an open file descriptor (writer thread; closed at :meth:`close`)."""
+        self._thread = threading.Thread(target=self._writer, name="filtex-store", daemon=True)
+        self._thread.start()
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def recover(self) -> list[Recovered]:
+        """Read every log in the directory (once, at start); torn tails are cut off."""
+        found: list[Recovered] = []
+        for leftover in self.directory.glob("*.compact"):  # a compaction cut short by a crash
+            leftover.unlink()
+        for path in sorted(self.directory.glob("*" + SUFFIX), key=lambda p: p.stat().st_mtime):
+            recovered = self._recover_file(path)
+            if recovered is None:
+                continue
+            key = node_key(recovered.meta)
+            previous = self._journals.get(key)
+            if previous is not None:  # two logs for one node: a crash mid-move; keep the newer
+                log.warning("store: %s and %s both hold %s; keeping the newer", previous.path.name,
+                            path.name, key)
+                found = [r for r in found if r.journal is not previous]
+            self._journals[key] = recovered.journal
+            found.append(recovered)
+        return found
+
+    def _recover_file(self, path: Path) -> Recovered | None:
+        data = path.read_bytes()
+        records, intact = parse(data)
+        if intact < len(data):
+            torn = path.with_suffix(".torn")
+            torn.write_bytes(data[intact:])
+            with path.open("r+b") as handle:
+                handle.truncate(intact)
+                os.fsync(handle.fileno())
+            log.warning("store: %s: torn or corrupt record at byte %d; %d byte(s) discarded "
+                        "(kept in %s)", path.name, intact, len(data) - intact, torn.name)
+        meta: dict[str, Any] | None = None
+        messages: dict[int, bytes] = {}
+        highest = 0
+        for kind, ident, payload in records:
+            if kind == META:
+                meta = json.loads(payload)
+            elif kind == ENQUEUE or (kind == REPLACE and ident in messages):
+                messages[ident] = payload
+                highest = max(highest, ident)
+            elif kind == ACK:
+                messages.pop(ident, None)
+        if meta is None:
+            log.warning("store: %s has no intact meta record; removed", path.name)
+            path.unlink()
+            return None
+        journal = Journal(self, path, meta)
+        journal.size = intact
+        journal.next_id = highest + 1  # ids are never reused within a log
+        log.info("store: recovered %s: %d message(s)", describe(meta), len(messages))
+        return Recovered(journal, meta, list(messages.items()))
+
+    # -- journals (reactor thread) -----------------------------------------------------------
+
+    def journal(self, meta: dict[str, Any]) -> Journal:
+        """The log of a node: the recovered one, or a new file."""
+        key = node_key(meta)
+        journal = self._journals.pop(key, None)
+        if journal is not None:
+            return journal
+        journal = Journal(self, self.directory / f"{uuid.uuid4().hex}{SUFFIX}", meta)
+        self.append(journal, journal.meta_record())
+        return journal
+
+    def unclaimed(self) -> list[Journal]:
+        """Recovered logs no node claimed; forgotten, so new nodes get fresh files."""
+        journals = list(self._journals.values())
+        self._journals.clear()
+        return journals
+
+    def append(self, journal: Journal, data: bytes) -> None:
+        with self._cond:
+            journal.buffer += data
+            journal.size += len(data)
+            self._mark(journal)
+
+    def replace_image(self, journal: Journal, image: bytes) -> None:
+        with self._cond:
+            journal.snapshot = image
+            journal.buffer = bytearray()
+            journal.size = len(image)
+            journal.live = len(image)
+            self._mark(journal)
+
+    def drop(self, journal: Journal) -> None:
+        with self._cond:
+            journal.buffer = bytearray()
+            journal.snapshot = None
+            self._mark(journal)
+
+    def _mark(self, journal: Journal) -> None:
+        """One more change for the writer (called holding the lock); wake it if it sleeps."""
+        self._appended += 1
+        if not self._dirty:
+            self._cond.notify()
+        self._dirty[journal] = None
+
+    # -- group commit ------------------------------------------------------------------------
+
+    def pending(self) -> bool:
+        """Whether some change is not on disk yet (a producer must then wait to accept).
+
+        Not ``bool(self._dirty)``: a batch the writer has taken but not yet
+        fsynced is no longer dirty, and not yet durable either.
+        """
+        return self._appended != self._written
+
+    def after_commit(self, callback: Callback) -> None:
+        """Run ``callback`` on the reactor thread once what was appended so far is on disk."""
+        with self._cond:
+            self._waiting.append((callback, self._last_written_batch))
+            self._cond.notify()
+
+    def complete(self) -> None:
+        """Run the callbacks of the batches written since the last call (reactor thread)."""
+        with self._cond:
+            done, self._done = self._done, []
+            broken, self._broken = self._broken, []
+        for journal in dict.fromkeys(broken):
+            if not journal.dropped:
+                journal.compact()  # retried once per wake-up while the disk keeps failing
+        for callback, ok in done:
+            callback(ok)
+
+    # -- the writer thread ----------------------------------------------------------------------
+
+    def _writer(self) -> None:
+        while True:
+            with self._cond:
+                while not self._dirty and not self._waiting and not self._closing:
+                    self._cond.wait()
+                if self._closing and not self._dirty and not self._waiting:
+                    return
+                batch = [(j, j.snapshot, bytes(j.buffer), j.dropped) for j in self._dirty]
+                for journal in self._dirty:
+                    journal.snapshot = None
+                    journal.buffer = bytearray()
+                self._dirty = {}
+                callbacks, self._waiting = self._waiting, []
+                covered = self._appended
+            broken = self._write_batch(batch)
+            ok = not broken
+            with self._cond:
+                self._batch_number += 1
+                if ok:
+                    self._written = covered
+                    self._last_written_batch = self._batch_number
+                else:
+                    self._last_failed_batch = self._batch_number
+                self._broken.extend(broken)
+                self._done.extend((callback, ok and self._last_failed_batch <= registered)
+                                  for callback, registered in callbacks)
+            if broken:
+                time.sleep(RETRY_PAUSE)  # then the reactor rewrites the broken logs
+            if callbacks or broken:
+                self._wake()
+
+    def _write_batch(
+        self, batch: list[tuple[Journal, bytes | None, bytes, bool]]
+    ) -> list[Journal]:
+        """Write and fsync each log of the batch; returns those that failed."""
+        broken: list[Journal] = []
+        for journal, snapshot, data, dropped in batch:
+            try:
+                if dropped:
+                    self._remove(journal)
+                    continue
+                if snapshot is not None:
+                    self._install(journal, snapshot)
+                    journal.broken = False
+                if data:
+                    if journal.broken:  # its file may end in a partial record: not after that
+                        raise OSError(f"{journal.path.name} awaits its rewrite after a failure")
+                    self._write(journal, data)
+            except OSError as exc:
+                journal.broken = True
+                broken.append(journal)
+                if not self._failed:
+                    log.error("store: cannot write %s: %s (producers are refused until it works)",
+                              journal.path, exc)
+                self._failed = True
+        if not broken and self._failed:
+            log.info("store: writing again")
+            self._failed = False
+        return broken
+
+    def _open(self, journal: Journal) -> int:
+        if journal.fd < 0:
+            created = not journal.path.exists()
+            journal.fd = os.open(journal.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._files[journal] = None
+            if created:
+                self._sync_directory()
+        return journal.fd
+
+    def _write(self, journal: Journal, data: bytes) -> None:
+        fd = self._open(journal)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+
+    def _install(self, journal: Journal, image: bytes) -> None:
+        """Write a compacted image beside the log, then rename it over the log."""
+        tmp = journal.path.with_suffix(".compact")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, image)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._close_file(journal)
+        os.replace(tmp, journal.path)
+        self._sync_directory()
+
+    def _close_file(self, journal: Journal) -> None:
+        if journal.fd >= 0:
+            self._files.pop(journal, None)
+            fd, journal.fd = journal.fd, -1
+            os.close(fd)
+
+    def _remove(self, journal: Journal) -> None:
+        self._close_file(journal)
+        journal.path.unlink(missing_ok=True)
+        self._sync_directory()
+
+    def _sync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # -- the end -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Write what is pending, stop the writer, release the directory."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify()
+        self._thread.join()
+        self.complete()
+        for journal in list(self._files):
+            with contextlib.suppress(OSError):
+                self._close_file(journal)
+        with contextlib.suppress(OSError):
+            os.close(self._lock_fd)
+
+
+def node_key(meta: dict[str, Any]) -> str:
+    """What identifies a node across restarts (a log belongs to exactly one)."""
+    if meta.get("kind") == "subscription":
+        return json.dumps(["subscription", meta.get("container"), meta.get("link")])
+    return json.dumps(["queue", meta.get("name")])
+
+
+def describe(meta: dict[str, Any]) -> str:
+    if meta.get("kind") == "subscription":
+        return (f"durable subscription {meta.get('link')!r} of {meta.get('container')!r} "
+                f"on topic {meta.get('topic')!r}")
+    return f"queue {meta.get('name')!r}"
+
+
+def queue_meta(name: str) -> dict[str, Any]:
+    return {"kind": "queue", "name": name}
+
+
+def subscription_meta(topic: str, container: str, link: str) -> dict[str, Any]:
+    return {"kind": "subscription", "topic": topic, "container": container, "link": link}
