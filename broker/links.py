@@ -16,24 +16,24 @@ from typing import TYPE_CHECKING, Final
 
 from proton import Link, Receiver, Sender, Terminus
 
+from broker.archive.archiver import Archiver
+from broker.client import Attached, ClientConnection
+from broker.nodes.consumer import Consumer
+from broker.nodes.node import Node
+from broker.nodes.producer import Producer
+from broker.nodes.queue import Queue
+from broker.nodes.registry import Registry
+from broker.nodes.topic import Subscription, Topic
+from broker.relay.link import RelayConsumer, RelayProducer, Upstream
 from broker.security.access import (
     UNAUTHORIZED,
     guard_relay,
     principal_of,
     refusal,
 )
-from broker.archive.archiver import Archiver
-from broker.client import Attached, ClientConnection
-from broker.nodes.consumer import Consumer
-from broker.nodes.node import Node
 from broker.security.permissions import Principal
-from broker.nodes.producer import Producer
-from broker.nodes.queue import Queue
-from broker.nodes.registry import Registry
-from broker.relay.link import RelayConsumer, RelayProducer, Upstream
 from broker.settings import BrokerConfig
 from broker.terminus import TerminusRequest, read_terminus, refuse
-from broker.nodes.topic import Subscription, Topic
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
 
 if TYPE_CHECKING:

@@ -25,14 +25,14 @@ from broker.archive.archiver import Archiver
 from broker.client import ClientConnection
 from broker.config import BrokerConfig
 from broker.error_rate import InducedErrors
-from broker.security.gate import SecureAcceptor
 from broker.handler import BrokerHandler, client_of
 from broker.links import LinkManager
 from broker.loop.auto import make_container
 from broker.loop.contract import EventLoopError, FastLink
-from broker.nodes.node import NodeLimits
 from broker.loop.proton_internals import Acceptor, listening_address, unbind_transport
+from broker.nodes.node import NodeLimits
 from broker.nodes.registry import Registry
+from broker.security.gate import SecureAcceptor
 from broker.security.setup import build_gate, reload_users, tls_listeners
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin

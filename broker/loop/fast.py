@@ -30,8 +30,8 @@ from typing import Any, Final
 from proton import Condition, Endpoint, Event, Link, Transport
 from proton.reactor import Container
 
-from broker.loop.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, impl, lib
 from broker.loop.contract import FastLink
+from broker.loop.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, impl, lib
 from broker.loop.poller import install as install_poll_selector
 from broker.loop.proton_internals import (
     ConnectSelectable,

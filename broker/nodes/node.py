@@ -16,7 +16,10 @@ from filtex_proton.plugin import FilterMessage
 if TYPE_CHECKING:
     from broker.nodes.entry import Entry
 
-__all__ = ["Journal", "Node", "NodeLimits", "RoomToWait", "Stalled", "SubscriptionJournals"]
+__all__ = [
+    "ArchiveSink", "Durability", "Journal", "Node", "NodeLimits", "RoomToWait", "Stalled",
+    "SubscriptionJournals",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,39 @@ class Journal(Protocol):
 
 SubscriptionJournals = Callable[[str, str, str], Journal]
 """(topic, container-id, link name) -> the log of a durable subscription."""
+
+
+class Durability(Protocol):
+    """The durable store as the address space and producers see it (``--data-dir``;
+    ``broker.store.log.Store`` implements it): logs for new nodes, and the group commit a
+    producer's ``accepted`` waits for."""
+
+    def for_queue(self, address: str) -> Journal: ...
+
+    def for_subscription(self, topic: str, container_id: str, link_name: str) -> Journal: ...
+
+    def pending(self) -> bool:
+        """Whether records are waiting to be written (an accept must wait for them)."""
+        ...
+
+    def after_commit(self, callback: Callable[[bool], None]) -> None:
+        """Call back (on the reactor thread) once what is pending is on disk, or failed."""
+        ...
+
+
+class ArchiveSink(Protocol):
+    """The archive as producers see it (``--archive``; ``broker.archive.archiver.Archiver``):
+    accepted messages offered to it; producers wait while it is behind."""
+
+    def wants(self, address: str) -> bool: ...
+
+    def has_room(self) -> bool: ...
+
+    def offer(self, address: str, data: bytes) -> None: ...
+
+    def stall(self, producer: Stalled) -> None: ...
+
+    def unstall(self, producer: Stalled) -> None: ...
 
 
 class Stalled(Protocol):

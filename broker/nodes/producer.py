@@ -23,10 +23,9 @@ from typing import Any, Final
 
 from proton import Condition, Receiver
 
-from broker.archive.archiver import Archiver
-from broker.loop.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, impl, lib, wrap_delivery
 from broker.log_rate import due
-from broker.nodes.node import Node
+from broker.loop.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, impl, lib, wrap_delivery
+from broker.nodes.node import ArchiveSink, Node
 from broker.nodes.registry import Registry
 from filtex_proton.amqp import MISSING, Section
 from filtex_proton.plugin import FilterMessage, InvalidMessageError
@@ -98,7 +97,7 @@ class Producer:
         make_message: MessageFactory,
         window: int,
         max_size: int,
-        archive: Archiver | None = None,
+        archive: ArchiveSink | None = None,
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)

@@ -15,13 +15,11 @@ import uuid
 from typing import TYPE_CHECKING
 
 from broker.nodes.entry import Entry
-from broker.nodes.node import Journal, Node, NodeLimits
+from broker.nodes.node import Durability, Journal, Node, NodeLimits
 from broker.nodes.queue import Queue
-from broker.store.log import queue_meta, subscription_meta
 from broker.nodes.topic import Topic
 
 if TYPE_CHECKING:
-    from broker.store.log import Store
     from broker.nodes.topic import Subscription
 
 __all__ = ["Registry"]
@@ -38,7 +36,7 @@ class Registry:
         self.nodes: dict[str, Node] = {}
         self.durable: dict[tuple[str, str], Subscription] = {}
         """Durable topic subscriptions by (container-id, link name)."""
-        self.store: Store | None = None
+        self.store: Durability | None = None
         """The durable store (``--data-dir``): new non-dynamic nodes log to it."""
         self._dynamic = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
@@ -53,7 +51,7 @@ class Registry:
             node = Topic(address, self.limits) if topic else Queue(address, self.limits)
             if durable and self.store is not None:  # a queue logs; a topic, its durable subs
                 if isinstance(node, Queue):
-                    node.journal = self.store.journal(queue_meta(address))
+                    node.journal = self.store.for_queue(address)
                 else:
                     node.journals = self._subscription_journal
             self.nodes[address] = node
@@ -62,7 +60,7 @@ class Registry:
 
     def _subscription_journal(self, topic: str, container_id: str, link_name: str) -> Journal:
         assert self.store is not None
-        return self.store.journal(subscription_meta(topic, container_id, link_name))
+        return self.store.for_subscription(topic, container_id, link_name)
 
     def dynamic_node(self, *, topic: bool = False) -> Node:
         """A node with a fresh address; the caller makes its link the ``dynamic_owner``."""

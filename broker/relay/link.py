@@ -94,10 +94,10 @@ from broker.loop.engine import (
 )
 from broker.nodes.producer import Producer
 from broker.nodes.registry import Registry
+from broker.relay.brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from broker.relay.origin import OriginStamp
 from broker.settings import BrokerConfig
 from broker.terminus import read_terminus, refuse
-from broker.relay.brokers import KnownBroker, decide_non_match, decide_pushdown, identify
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import (
     DecodeError,
@@ -116,7 +116,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RelayConsumer", "RelayProducer", "Upstream"]
 
-log = logging.getLogger("filtex.broker.relay.link")
+log = logging.getLogger("filtex.broker.relay")
 
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"

@@ -30,9 +30,9 @@ from typing import TYPE_CHECKING, Final
 
 from proton import Condition, Link, Sender
 
-from broker.security.permissions import Action, Principal
 from broker.nodes.producer import Producer
 from broker.nodes.registry import Registry
+from broker.security.permissions import Action, Principal
 from broker.terminus import read_terminus
 from filtex_proton.amqp import MISSING, DecodeError, Section
 from filtex_proton.plugin import FilterMessage
@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UNAUTHORIZED", "guard_relay", "principal_of", "refusal", "relay_refusal"]
 
-log = logging.getLogger("filtex.broker.security.auth")
+log = logging.getLogger("filtex.broker.auth")
 
 UNAUTHORIZED: Final = "amqp:unauthorized-access"
 DECODE_ERROR: Final = "amqp:decode-error"

@@ -39,7 +39,7 @@ from broker.security.users import ANONYMOUS, Users, UsersError, load_users
 __all__ = ["AccessPolicy", "ConnectionFacts", "Identity", "PlainCheck", "anonymous_default",
            "is_loopback"]
 
-log = logging.getLogger("filtex.broker.security.auth")
+log = logging.getLogger("filtex.broker.auth")
 
 _NO_GRANTS: Final = Grants()
 _CACHE_SIZE: Final = 4096

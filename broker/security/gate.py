@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Gate", "SecureAcceptor"]
 
-log = logging.getLogger("filtex.broker.security.auth")
+log = logging.getLogger("filtex.broker.auth")
 
 _CHUNK = 16384
 _BUSY_LOG_INTERVAL = 10.0

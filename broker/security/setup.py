@@ -15,13 +15,13 @@ from pathlib import Path
 
 from broker.security.auth import AccessPolicy, anonymous_default, is_loopback
 from broker.security.gate import Gate
-from broker.settings import BrokerConfig, ConfigError, parse_listen, split_list
 from broker.security.tls import VERIFY_MODES, TlsError, TlsSettings, server_context
 from broker.security.users import Users, UsersError, load_users
+from broker.settings import BrokerConfig, ConfigError, parse_listen, split_list
 
 __all__ = ["build_gate", "reload_users", "tls_listeners", "validate_security"]
 
-log = logging.getLogger("filtex.broker.security.auth")
+log = logging.getLogger("filtex.broker.auth")
 
 
 def tls_listeners(config: BrokerConfig) -> tuple[tuple[str, int], ...]:

@@ -35,7 +35,7 @@ from broker.security.users import verify_password
 
 __all__ = ["Limits", "PasswordVerifier"]
 
-log = logging.getLogger("filtex.broker.security.auth")
+log = logging.getLogger("filtex.broker.auth")
 
 
 @dataclass(frozen=True, slots=True)

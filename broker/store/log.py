@@ -289,6 +289,14 @@ class Store:
 
     # -- journals (reactor thread) -----------------------------------------------------------
 
+    def for_queue(self, address: str) -> Journal:
+        """The log of a new queue (``broker.nodes.node.Durability``)."""
+        return self.journal(queue_meta(address))
+
+    def for_subscription(self, topic: str, container_id: str, link_name: str) -> Journal:
+        """The log of a new durable subscription (``broker.nodes.node.Durability``)."""
+        return self.journal(subscription_meta(topic, container_id, link_name))
+
     def journal(self, meta: dict[str, Any]) -> Journal:
         """The log of a node: the recovered one, or a new file."""
         key = node_key(meta)

@@ -24,8 +24,8 @@ from proton import Data
 
 from broker.nodes.entry import Entry
 from broker.nodes.queue import Queue
-from broker.store.log import Recovered, Store, describe
 from broker.nodes.topic import Topic
+from broker.store.log import Recovered, Store, describe
 from filtex_proton.errors import FilterError
 from filtex_proton.plugin import FiltexPlugin, LinkFilter
 

@@ -44,7 +44,7 @@ def broker(broker_factory: BrokerFactory) -> RunningBroker:
 @pytest.fixture
 def disk_full(monkeypatch: pytest.MonkeyPatch) -> DiskFull:
     """Set ``.full`` to make the durable store's writes fail as on a full disk."""
-    from broker import store
+    from broker.store import log as store
 
     state = DiskFull()
     real_fsync = store.os.fsync

@@ -25,10 +25,10 @@ pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip instal
 
 from proton import Delivery, symbol, ubyte, uint  # noqa: E402
 
-from broker.archive_process import ArchiveOpenError, WriterProcess  # noqa: E402
-from broker.archive_wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E402
+from broker.archive.process import ArchiveOpenError, WriterProcess  # noqa: E402
+from broker.archive.wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E402
 from broker.config import ConfigError, load_config  # noqa: E402
-from broker.queue import Queue  # noqa: E402
+from broker.nodes.queue import Queue  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.archive import (  # noqa: E402
     ArchiveVersionError,

@@ -17,10 +17,10 @@ from proton import Delivery, Message
 from proton.reactor import DurableSubscription
 from proton.utils import SendException
 
-from broker import store as store_module
 from broker.config import load_config
-from broker.queue import Queue
-from broker.store import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
+from broker.nodes.queue import Queue
+from broker.store import log as store_module
+from broker.store.log import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
 
 from .broker_clients import (
     TIMEOUT,

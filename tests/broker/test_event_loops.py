@@ -1,7 +1,7 @@
-"""The two event loops (broker/loops.py): the same broker on each, and the start-up choice.
+"""The two event loops (broker/loop/): the same broker on each, and the start-up choice.
 
-The fast loop (broker/reactor.py) leans on python-qpid-proton's private internals
-(broker/proton_internals.py); proton's stock Container is the fallback. Both must
+The fast loop (broker/loop/fast.py) leans on python-qpid-proton's private internals
+(broker/loop/proton_internals.py); proton's stock Container is the fallback. Both must
 serve the same broker: attach with filters, send, receive, settle, refuse.
 """
 
@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from proton import Described, Message, symbol
 
-from broker import proton_internals
 from broker.config import BrokerConfig, ConfigError, load_config
-from broker.loops import StockContainer, choose_loop, make_container
-from broker.reactor import FastContainer
+from broker.loop import proton_internals
+from broker.loop.auto import choose_loop, make_container
+from broker.loop.fast import FastContainer
+from broker.loop.stock import StockContainer
+from broker.security.users import hash_password
 from broker.server import Broker
-from broker.users import hash_password
 
 from .broker_clients import (
     BrokerFactory,

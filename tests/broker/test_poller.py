@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import pytest
 
-from broker.poller import PollSelector
+from broker.loop.poller import PollSelector
 
 from .broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
 

@@ -22,8 +22,8 @@ from proton.reactor import Copy
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
 from broker.config import ConfigError, load_config
-from broker.sasl import AMQP_HEADER, SASL_HEADER
-from broker.users import hash_password
+from broker.security.sasl import AMQP_HEADER, SASL_HEADER
+from broker.security.users import hash_password
 
 from .broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect, message, send
 from .certs import Certs, Pair, make_certs
@@ -205,7 +205,7 @@ def test_a_silent_client_is_dropped_after_the_auth_timeout(
 
 def test_pipelined_amqp_after_sasl_reaches_the_transport(secured: RunningBroker) -> None:
     """A client may send the AMQP header right behind its sasl-init (no round trip)."""
-    from broker.sasl import frame
+    from broker.security.sasl import frame
 
     host, port = secured.broker.addresses[0]
     init = frame(0x41, [_symbol("PLAIN"), b"\0alice\0alice-pw"])
@@ -315,7 +315,7 @@ def test_stopping_drops_connections_still_negotiating(
 
 
 def test_users_command_help_shows_an_example() -> None:
-    result = subprocess.run([sys.executable, "-m", "broker.users_cli", "--help"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "broker.security.users_cli", "--help"], cwd=REPO,
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0
     assert "filtex-broker-users add users.toml alice --send 'orders.#'" in result.stdout

@@ -22,8 +22,8 @@ import pytest
 from proton import symbol
 from proton.utils import BlockingConnection
 
-from broker.sasl import SASL_HEADER, frame
-from broker.users import hash_password
+from broker.security.sasl import SASL_HEADER, frame
+from broker.security.users import hash_password
 from filtex_proton.amqp.codec import decode_value
 
 from .broker_clients import BrokerFactory, message, send

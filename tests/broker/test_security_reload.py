@@ -19,7 +19,7 @@ import pytest
 from proton import ConnectionException
 from proton.utils import BlockingConnection, LinkDetached
 
-from broker.users import hash_password
+from broker.security.users import hash_password
 
 from .broker_clients import TIMEOUT, connect, message, send
 

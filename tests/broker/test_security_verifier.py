@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from proton import Condition, Message, symbol
 
-from broker.access import relay_refusal
-from broker.auth import AccessPolicy, ConnectionFacts, PlainCheck
-from broker.permissions import Action, Grants, Principal
-from broker.sasl import SASL_HEADER, Outcome, SaslServer, State, frame
-from broker.users import hash_password, load_users
-from broker.verifier import Limits, PasswordVerifier
+from broker.security.access import relay_refusal
+from broker.security.auth import AccessPolicy, ConnectionFacts, PlainCheck
+from broker.security.permissions import Action, Grants, Principal
+from broker.security.sasl import SASL_HEADER, Outcome, SaslServer, State, frame
+from broker.security.users import hash_password, load_users
+from broker.security.verifier import Limits, PasswordVerifier
 from filtex_proton.amqp.codec import decode_value
 from filtex_proton.plugin import FilterMessage
 

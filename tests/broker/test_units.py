@@ -9,10 +9,10 @@ import pytest
 from proton import uint
 
 from broker.config import BrokerConfig, ConfigError, load_config, parse_listen
-from broker.entry import Entry
-from broker.node import NodeLimits
-from broker.queue import Queue
-from broker.redelivery import bump_delivery_count
+from broker.nodes.entry import Entry
+from broker.nodes.node import NodeLimits
+from broker.nodes.queue import Queue
+from broker.nodes.redelivery import bump_delivery_count
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import MISSING, Section
 from filtex_proton.plugin import FilterMessage

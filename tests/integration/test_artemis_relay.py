@@ -3,7 +3,7 @@
 Artemis evaluates ``apache.org:selector-filter:string`` but offers no
 ``APACHE.ORG:SELECTOR`` capability; the relay runs with the default
 ``--upstream-selector auto``, which recognises Artemis by the ``product`` of its
-open frame (broker/upstream_brokers.py). Checked through Artemis's own management
+open frame (broker/relay/brokers.py). Checked through Artemis's own management
 (Jolokia): the upstream consumer carries the selector, and Artemis never hands
 the relay the messages the selector excludes.
 

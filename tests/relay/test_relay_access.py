@@ -20,8 +20,8 @@ from proton import Delivery, Message
 from proton.utils import BlockingConnection, BlockingSender, LinkDetached
 
 from broker.config import BrokerConfig
+from broker.security.users import hash_password
 from broker.server import Broker
-from broker.users import hash_password
 
 from .relay_rabbit import free_port
 from .relay_support import RelayFactory

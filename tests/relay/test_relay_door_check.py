@@ -103,7 +103,7 @@ def test_the_relay_rejects_malformed_messages_and_goes_on(
 
 def test_what_the_relay_forwards_passes_the_check_upstream() -> None:
     """The origin stamp rewrites message-annotations: the result must still be well-formed."""
-    from broker.relay_origin import OriginStamp
+    from broker.relay.origin import OriginStamp
     from filtex_proton.amqp.validate import validate_message
 
     data = encode_message(message_annotations={"x-opt-a": 1}, properties={"to": "q"},

@@ -17,8 +17,8 @@ from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
 
 from broker.config import BrokerConfig
-from broker.consumer import Consumer
-from broker.queue import Queue
+from broker.nodes.consumer import Consumer
+from broker.nodes.queue import Queue
 from broker.server import Broker
 from filtex_proton import __version__
 

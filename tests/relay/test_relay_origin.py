@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from proton import Message, byte, symbol
 
-from broker.relay_origin import ORIGIN_KEY, OriginStamp
+from broker.relay.origin import ORIGIN_KEY, OriginStamp
 from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 

@@ -9,7 +9,7 @@ import pytest
 from proton import symbol
 
 from broker.config import ConfigError, load_config
-from broker.upstream_brokers import KNOWN_BROKERS, decide_non_match, decide_pushdown
+from broker.relay.brokers import KNOWN_BROKERS, decide_non_match, decide_pushdown
 
 
 @pytest.mark.parametrize(("product", "version", "pushdown"), [
