@@ -24,7 +24,9 @@ from broker.nodes.producer import Producer
 from broker.nodes.queue import Queue
 from broker.nodes.registry import Registry
 from broker.nodes.topic import Subscription, Topic
-from broker.relay.link import RelayConsumer, RelayProducer, Upstream
+from broker.relay.consumers import RelayConsumer
+from broker.relay.producers import RelayProducer
+from broker.relay.upstream import Upstream
 from broker.security.access import (
     UNAUTHORIZED,
     guard_relay,

@@ -24,6 +24,7 @@ from broker.loop.engine import (
     REJECTED,
     RELEASED,
     TERMINAL,
+    impl,
     lib,
     send_bytes,
     wrap_delivery,
@@ -85,7 +86,7 @@ class Consumer:
         subscription: Subscription | None = None,
     ) -> None:
         self.link = link
-        self.impl: Any = link._impl
+        self.impl: Any = impl(link)
         """The ``pn_link_t *`` the hot path talks to."""
         self.name: str = link.name
         self.node = node

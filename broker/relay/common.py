@@ -1,0 +1,126 @@
+"""What the relay's consumers, producers and upstream connection share: constants, the two
+small handlers an upstream link gets, and the protocols each side sees the other through (so
+that ``consumers`` and ``producers`` need not import ``upstream``, which creates them)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from proton import (
+    Condition,
+    Endpoint,
+    Handler,
+    Link,
+    Session,
+    symbol,
+)
+
+from broker.relay.origin import OriginStamp
+from broker.terminus import refuse
+from filtex_proton.plugin import (
+    FilterMessage,
+    FiltexPlugin,
+)
+
+if TYPE_CHECKING:
+
+    from proton import Event
+
+
+__all__ = [
+    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "NOT_IMPLEMENTED",
+    "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "AttachDeadline", "RelayEnd", "UpstreamPort",
+    "UpstreamSide", "close_downstream",
+]
+
+SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
+NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
+PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
+"""RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
+BACKOFF_MIN: Final = 0.2
+BACKOFF_MAX: Final = 5.0
+ATTACH_TIMEOUT: Final = 10.0
+"""Seconds an upstream has to answer a dynamic attach before the downstream one is refused."""
+
+
+class RelayEnd(Protocol):
+    """A relay link (consumer or producer) as its upstream side and the upstream see it."""
+
+    link: Any
+    closed: bool
+
+    def upstream_closed(self, condition: Condition | None) -> None: ...
+
+    def upstream_attached(self, up: Link) -> None: ...
+
+    def upstream_lost(self) -> None: ...
+
+    def on_upstream_delivery(self, delivery: Any) -> None: ...
+
+    def on_upstream_flow(self) -> None: ...
+
+
+class UpstreamPort(Protocol):
+    """The upstream connection (``broker.relay.upstream.Upstream``) as relay links see it."""
+
+    plugin: FiltexPlugin
+    origins: OriginStamp
+    non_match_modified: bool
+
+    def register(self, link: Link, side: UpstreamSide) -> None: ...
+
+    def unregister(self, link: Link) -> None: ...
+
+    # A relay link is a RelayConsumer or a RelayProducer; the port takes ``Any`` there because
+    # those classes import this module (the upstream's methods are typed with them).
+    def answer_by(self, relay_link: Any) -> None: ...
+
+    def end_session(self, session: Session) -> None: ...
+
+    def forget(self, relay_link: Any) -> None: ...
+
+    def message(self, data: bytes) -> FilterMessage: ...
+
+    def hand_off(self, owner: Any, delivery: Any, data: bytes, message: FilterMessage) -> bool:
+        """Give a message ``owner`` (a relay consumer) does not match to another one."""
+        ...
+
+
+class AttachDeadline(Handler):
+    """Refuses a dynamic attach the upstream has not answered in time (some never answer)."""
+
+    def __init__(self, owner: RelayEnd) -> None:
+        super().__init__()
+        self.owner = owner
+
+    def on_timer_task(self, event: Event) -> None:
+        owner = self.owner
+        if owner.link.state & Endpoint.LOCAL_UNINIT and not owner.closed:
+            owner.upstream_closed(Condition(NOT_IMPLEMENTED, "relay mode: the upstream did not "
+                                            f"answer a dynamic attach within {ATTACH_TIMEOUT} s"))
+
+
+class UpstreamSide:
+    """The fast-path state of an upstream link: hands its events to the relay link."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: RelayEnd) -> None:
+        self.owner = owner
+
+    def on_raw_delivery(self, delivery: Any) -> None:
+        self.owner.on_upstream_delivery(delivery)
+
+    def on_flow(self) -> None:
+        self.owner.on_upstream_flow()
+
+
+def close_downstream(link: Link, condition: Condition | None) -> None:
+    """Close a relayed link because of its upstream side (refuse it if not answered yet)."""
+    condition = condition or Condition("amqp:internal-error", "the upstream closed the link")
+    if link.state & Endpoint.LOCAL_UNINIT:  # a dynamic attach not answered yet
+        refuse(link, condition.name, condition.description or "")
+    elif link.state & Endpoint.LOCAL_ACTIVE:
+        link.condition = condition
+        link.close()

@@ -1,0 +1,494 @@
+"""Relay mode: nodes live on an upstream broker; this broker adds the filters.
+
+With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
+
+* A downstream **receiver** (a link the broker sends on) is first accepted or
+  refused by the plugin (refusals stay local, the upstream never hears of
+  them); then an upstream receiver is opened on the same address. Messages
+  taken from the upstream are matched against the link's filter: matches go
+  downstream, and the upstream delivery is settled with the downstream
+  consumer's outcome only when that outcome arrives (accepted, rejected,
+  released; ``modified`` goes upstream as ``modified`` with its fields where the
+  upstream honours it, else as ``released``, because RabbitMQ ends the session on
+  ``modified``, or held like a non-match if undeliverable-here). A relay crash
+  therefore loses nothing: the upstream still holds every unsettled message
+  (at-least-once).
+* Non-matching messages on a **queue** are not consumed. Where the upstream
+  honours ``modified`` with undeliverable-here (``upstream_non_match``; ``auto``
+  asks :mod:`broker.relay.brokers`), they are settled so at once: the upstream
+  offers them to its other consumers and never again to this link. Elsewhere they
+  are held, unsettled, while the link lives (at most ``upstream_held`` per link; then the
+  link takes no more from the upstream until it detaches) and released when it
+  detaches. Releasing them at once would loop on RabbitMQ (a released message is
+  redelivered at once to any link with credit, the releasing one included) and
+  ``modified`` with undeliverable-here ends RabbitMQ's session. On a **topic**
+  (source capability ``topic``) a subscriber's non-matches are simply accepted
+  upstream (skipped): the subscription's copy is for this link alone. RabbitMQ's ``/topic/``
+  and ``/exchange/`` addresses are treated as topics too.
+* A **browser** (distribution-mode ``copy``) reads through an upstream link
+  asking for ``copy``; its upstream deliveries are settled without an outcome.
+  A **dynamic** source or target is answered with the upstream's dynamic node (closed
+  with ``amqp:resource-deleted`` if the upstream connection goes, as the node
+  does). Browse and dynamic links get no upstream credit until the upstream's
+  attach grants what they asked; upstreams known not to do either
+  (:mod:`broker.relay.brokers`: RabbitMQ echoes ``copy`` and consumes) are
+  refused with ``amqp:not-implemented``.
+* A downstream **sender**'s messages are forwarded, as the bytes that arrived
+  plus one message annotation naming the relay connection (for no-local on the
+  way back: :mod:`broker.relay.origin`), to an upstream sender on the same
+  address (an anonymous one, for a producer without a target address, if the
+  upstream offers ``ANONYMOUS-RELAY``); the downstream delivery is settled
+  with the upstream's outcome. The downstream credit mirrors the upstream's.
+* **TLS**: an ``amqps://`` upstream is reached with ``--upstream-ca``,
+  ``--upstream-cert``/``--upstream-key`` and host name verification
+  (``--no-upstream-verify-hostname`` to switch it off).
+* **Pushdown**: when selectors are pushed (``upstream_selector`` ``always``, or
+  ``auto`` and the upstream offers ``APACHE.ORG:SELECTOR`` or names a product
+  known to evaluate selectors: :mod:`broker.relay.brokers`), the part of the
+  downstream filter set that a JMS selector expresses (:mod:`filtex_proton.pushdown`:
+  a client's own JMS selector as it is, plus the translatable SQL, property, group
+  and constant filters) is put on the upstream source; the whole filter set is
+  still evaluated here, and the selector is implied by it, so this is exact
+  whatever the upstream does.
+* **Reconnect**: when the upstream connection goes away the downstream links
+  stay attached; the relay reconnects with exponential backoff (0.2 s to 5 s)
+  and re-opens every upstream link. Deliveries in flight are redelivered by the
+  upstream (duplicates possible, never losses); downstream outcomes for
+  deliveries of the lost connection are settled locally only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from proton import (
+    Condition,
+    Connection,
+    Endpoint,
+    Handler,
+    Link,
+    Receiver,
+    Sender,
+    Session,
+    SSLDomain,
+    SSLException,
+    Terminus,
+)
+
+from broker.client import ClientConnection
+from broker.loop.engine import impl
+from broker.nodes.registry import Registry
+from broker.relay.brokers import KnownBroker, decide_non_match, decide_pushdown, identify
+from broker.relay.common import (
+    ANONYMOUS_RELAY,
+    ATTACH_TIMEOUT,
+    BACKOFF_MAX,
+    BACKOFF_MIN,
+    NOT_IMPLEMENTED,
+    PER_LINK_PREFIXES,
+    AttachDeadline,
+    UpstreamSide,
+)
+from broker.relay.consumers import RelayConsumer
+from broker.relay.origin import OriginStamp
+from broker.relay.producers import RelayProducer
+from broker.settings import BrokerConfig
+from broker.terminus import read_terminus, refuse
+from filtex_proton.matcher import NodeMatcher
+from filtex_proton.plugin import (
+    DecodeError,
+    FilterMessage,
+    FiltexPlugin,
+)
+from filtex_proton.pushdown import client_selector, pushdown
+
+if TYPE_CHECKING:
+
+    from proton import Event
+
+    from broker.loop.fast import FastContainer
+
+__all__ = ["RelayLink", "Upstream", "upstream_ssl_domain"]
+
+log = logging.getLogger("filtex.broker.relay")
+
+RelayLink = RelayConsumer | RelayProducer
+
+
+class Upstream(Handler):
+    """The one connection to the upstream broker, with its reconnect loop."""
+
+    def __init__(self, config: BrokerConfig, plugin: FiltexPlugin) -> None:
+        super().__init__()
+        self.config = config
+        self.plugin = plugin
+        self.container: FastContainer | None = None
+        self.connection: Connection | None = None
+        self.session: Session | None = None
+        self.ready = False
+        self.pushdown = False
+        self.non_match_modified = False
+        """A queue consumer's non-matches go back at once as modified (undeliverable-here),
+        and a downstream modified goes up as modified; else they are held / released."""
+        self.product: KnownBroker | None = None
+        """The upstream broker, if its open frame names one we know."""
+        self.origins = OriginStamp()
+        """Marks forwarded messages with their connection, for no-local on the way back."""
+        self.offered: frozenset[str] = frozenset()
+        """The capabilities the upstream offered in its open frame."""
+        self.links: dict[RelayLink, None] = {}
+        self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
+        """Our consumers of each upstream queue, indexed by their filters: a message one of
+        them does not match is handed to a candidate, not offered to every link."""
+        self.sessions: dict[Any, Session] = {}
+        """Sessions of detached links, waiting for the upstream's begin or end."""
+        self.backoff = BACKOFF_MIN
+        self.stopping = False
+
+    # -- the connection ---------------------------------------------------------------
+
+    def start(self, container: FastContainer) -> None:
+        self.container = container
+        self._connect()
+
+    def _connect(self) -> None:
+        if self.stopping or self.container is None:
+            return
+        kwargs: dict[str, Any] = {"reconnect": False, "container_id":
+                                  f"{self.config.container_id}-relay"}
+        if self.config.upstream_user:
+            kwargs.update(user=self.config.upstream_user,
+                          password=self.config.upstream_password,
+                          allowed_mechs="PLAIN", allow_insecure_mechs=True)
+        else:
+            kwargs.update(allowed_mechs="ANONYMOUS PLAIN")
+        if self.config.upstream.startswith("amqps://"):
+            try:
+                kwargs["ssl_domain"] = upstream_ssl_domain(self.config)
+            except SSLException as exc:  # e.g. a CA file that is not PEM: the operator fixes it
+                log.error("upstream TLS settings unusable (%s); retrying in %.1f s", exc,
+                          BACKOFF_MAX)
+                self.container.schedule(BACKOFF_MAX, self)
+                return
+        log.info("connecting to upstream %s", self.config.upstream)
+        self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
+
+    def on_connection_remote_open(self, event: Event) -> None:
+        connection = event.connection
+        if not self._current(connection):
+            return
+        assert connection is not None
+        offered = connection.remote_offered_capabilities or []
+        names = {str(c) for c in (offered if isinstance(offered, list | tuple) else [offered])}
+        self.offered = frozenset(names)
+        decision = decide_pushdown(self.config.upstream_selector, names,
+                                   connection.remote_properties)
+        self.pushdown = decision.pushdown
+        self.product = identify(connection.remote_properties)
+        log.info("upstream %s open (offers %s; selector pushdown %s: %s)", self.config.upstream,
+                 sorted(names) or "nothing", "on" if self.pushdown else "off", decision.reason)
+        non_match = decide_non_match(self.config.upstream_non_match, connection.remote_properties)
+        self.non_match_modified = non_match.modified
+        log.info("upstream %s: queue non-matches without pushdown are %s: %s",
+                 self.config.upstream, "modified (undeliverable-here)" if non_match.modified
+                 else "held while the link lives", non_match.reason)
+        self.session = connection.session()
+        self.session.open()
+        self.ready = True
+        self.backoff = BACKOFF_MIN
+        for link in list(self.links):
+            self._open(link)
+
+    def on_link_remote_open(self, event: Event) -> None:
+        link = event.link
+        if link is not None:
+            log.info("upstream link %r attached to %r", link.name,
+                     (link.remote_source if link.is_receiver else link.remote_target).address)
+            owner = self._owner_of(link)
+            if owner is not None:
+                owner.upstream_attached(link)
+
+    def on_link_remote_close(self, event: Event) -> None:
+        self._upstream_link_closed(event)
+
+    def on_link_remote_detach(self, event: Event) -> None:
+        self._upstream_link_closed(event)
+
+    def _upstream_link_closed(self, event: Event) -> None:
+        link = event.link
+        if link is None:
+            return
+        owner = self._owner_of(link)
+        condition = link.remote_condition
+        if owner is not None:
+            log.warning("upstream closed link %r: %s", link.name,
+                        f"{condition.name}: {condition.description}" if condition else "no error")
+            owner.upstream_closed(condition)
+        if link.state & Endpoint.LOCAL_ACTIVE:
+            link.close()
+
+    def _owner_of(self, link: Link) -> RelayLink | None:
+        for owner in self.links:
+            if owner.up is not None and impl(owner.up) == impl(link):
+                return owner
+        return None
+
+    def on_connection_remote_close(self, event: Event) -> None:
+        connection = event.connection
+        condition = connection.remote_condition if connection is not None else None
+        log.warning("upstream closed the connection%s",
+                    f": {condition.name}: {condition.description}" if condition else "")
+        if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+            connection.close()
+        self._lost(connection)
+
+    def on_transport_closed(self, event: Event) -> None:
+        self._lost(event.connection)
+
+    def on_transport_error(self, event: Event) -> None:
+        transport = event.transport
+        condition = transport.condition if transport is not None else None
+        if condition is not None:
+            log.warning("upstream transport error: %s: %s", condition.name,
+                        condition.description)
+
+    def on_timer_task(self, event: Event) -> None:
+        self._connect()
+
+    def _lost(self, connection: Connection | None) -> None:
+        if not self._current(connection):
+            return
+        self.connection = None
+        self.session = None
+        self.sessions.clear()
+        self.ready = False
+        for link in list(self.links):
+            if link.up is not None:
+                self.unregister(link.up)
+            link.upstream_lost()
+            if link.dynamic:
+                link.upstream_closed(Condition("amqp:resource-deleted", "relay mode: the "
+                                               "upstream's dynamic node went with its connection"))
+        if self.stopping or self.container is None:
+            return
+        delay = self.backoff
+        self.backoff = min(self.backoff * 2, BACKOFF_MAX)
+        log.warning("upstream %s lost; reconnecting in %.1f s", self.config.upstream, delay)
+        self.container.schedule(delay, self)
+
+    def end_session(self, session: Session) -> None:
+        """End a link's session, once the upstream has begun it (ending one before the
+        upstream's begin arrives makes Proton fail on the late begin)."""
+        self.sessions[impl(session)] = session  # kept until the upstream's end arrives
+        if session.state & Endpoint.REMOTE_ACTIVE and session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+
+    def on_session_remote_open(self, event: Event) -> None:
+        session = event.session
+        if session is not None and impl(session) in self.sessions \
+                and session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+
+    def on_session_remote_close(self, event: Event) -> None:
+        session = event.session
+        if session is None:
+            return
+        self.sessions.pop(impl(session), None)
+        if session.state & Endpoint.LOCAL_ACTIVE:
+            session.close()
+
+    def _current(self, connection: Connection | None) -> bool:
+        """Whether an event's connection is the one we use now (wrappers are not unique)."""
+        return (connection is not None and self.connection is not None
+                and impl(connection) == impl(self.connection))
+
+    def close(self) -> None:
+        self.stopping = True
+        if self.connection is not None and self.connection.state & Endpoint.LOCAL_ACTIVE:
+            self.connection.close()
+
+    # -- links ------------------------------------------------------------------------------
+
+    def register(self, link: Link, side: UpstreamSide) -> None:
+        if self.container is not None:
+            self.container.register(link, side)
+
+    def unregister(self, link: Link) -> None:
+        if self.container is not None:
+            self.container.unregister(link)
+
+    def track(self, relay_link: RelayLink) -> None:
+        self.links[relay_link] = None
+        if isinstance(relay_link, RelayConsumer) and not relay_link.copies:
+            matcher = self.queue_consumers.setdefault(relay_link.address, NodeMatcher())
+            matcher.register(relay_link, relay_link.filter)
+        if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
+            self.offer_held(relay_link)
+
+    def _open(self, relay_link: RelayLink) -> bool:
+        """Open the upstream side of a link, unless the upstream cannot serve it."""
+        if not self.ready or self.session is None or self.connection is None:
+            return False
+        if isinstance(relay_link, RelayConsumer):
+            reason = self.unsupported(browse=relay_link.browse, dynamic=relay_link.dynamic)
+        else:
+            reason = self.unsupported(dynamic=relay_link.dynamic, anonymous=not relay_link.dynamic
+                                      and relay_link.address is None)
+        if reason is not None:
+            relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
+            return False
+        relay_link.open_upstream(self.connection, self.session, self.pushdown)
+        return True
+
+    def answer_by(self, relay_link: RelayLink) -> None:
+        """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach."""
+        if self.container is not None:
+            self.container.schedule(ATTACH_TIMEOUT, AttachDeadline(relay_link))
+
+    def unsupported(self, *, browse: bool = False, dynamic: bool = False,
+                    anonymous: bool = False) -> str | None:
+        """Why the upstream cannot serve a link, as far as its open frame tells (None: try)."""
+        if not self.ready:
+            return None  # asked again once the upstream is open
+        product = self.product
+        if browse and product is not None and not product.browses:
+            return (f"relay mode: the upstream ({product.label}) does not browse: it would "
+                    "consume what a distribution-mode copy link reads")
+        if dynamic and product is not None and not product.dynamic_nodes:
+            return f"relay mode: the upstream ({product.label}) creates no dynamic nodes"
+        if anonymous and ANONYMOUS_RELAY not in self.offered:
+            return ("relay mode: the upstream does not offer ANONYMOUS-RELAY, which a producer "
+                    "without a target address needs")
+        return None
+
+    def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
+                 message: FilterMessage) -> bool:
+        """Give a message one link does not match to another of our links on the queue (only
+        the candidates the queue's matcher names are asked)."""
+        matcher = self.queue_consumers.get(owner.address)
+        if matcher is None:
+            return False
+        for other in matcher.candidates(message):
+            if other is not owner and other.wants(message):
+                other.borrow(owner, delivery, data)
+                return True
+        return False
+
+    def offer_held(self, newcomer: RelayConsumer) -> None:
+        """A new consumer on a queue: take what our other links hold and it matches."""
+        if newcomer.copies:
+            return
+        for other in list(self.links):
+            if (not isinstance(other, RelayConsumer) or other is newcomer
+                    or other.address != newcomer.address or not other.held):
+                continue
+            for delivery, data in list(other.held.items()):
+                if newcomer.wants(self.message(data)):
+                    del other.held[delivery]
+                    newcomer.borrow(other, delivery, data)
+            other._top_up()
+
+    def message(self, data: bytes) -> FilterMessage:
+        """A message taken from the upstream, with the relay connection that published it."""
+        message = self.plugin.message(data)
+        with contextlib.suppress(DecodeError):  # not a message: it matches no filter anyway
+            message.origin = self.origins.origin(message.view)
+        return message
+
+    def forget(self, relay_link: RelayLink) -> None:
+        self.links.pop(relay_link, None)
+        if isinstance(relay_link, RelayConsumer):
+            matcher = self.queue_consumers.get(relay_link.address)
+            if matcher is not None:
+                matcher.unregister(relay_link)
+                if not len(matcher):
+                    del self.queue_consumers[relay_link.address]
+
+    # -- attaching downstream links --------------------------------------------------------
+
+    def attach_consumer(self, link: Sender, client: ClientConnection) -> RelayConsumer | None:
+        request = read_terminus(link.remote_source)
+        if request.address is None and not request.dynamic:
+            refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
+                    "(durable subscription look-ups by link name are not relayed)")
+            return None
+        reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
+        if reason is not None:
+            refuse(link, NOT_IMPLEMENTED, reason)
+            return None
+        link_filter = self.plugin.attach_sender(link)
+        if link_filter is None:
+            return None  # refused on the wire by the plugin, which logged why
+        plan = pushdown(link_filter.filter_set)
+        selector = plan.selector or client_selector(link_filter.filter_set)
+        log.info("link %r: pushdown selector %r; kept local: %s", link.name, selector,
+                  "; ".join(plan.reasons) or "nothing")
+        source = link.source
+        if request.address is not None:
+            source.address = request.address
+        remote = link.remote_source
+        source.durability = remote.durability
+        source.expiry_policy = remote.expiry_policy
+        link.target.copy(link.remote_target)
+        presettled = link.remote_snd_settle_mode == Link.SND_SETTLED
+        link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
+        link.rcv_settle_mode = link.remote_rcv_settle_mode
+        if request.copy:
+            source.distribution_mode = Terminus.DIST_MODE_COPY
+        if not request.dynamic:  # a dynamic one is answered with the upstream's node
+            link.open()
+        address = request.address or ""
+        consumer = RelayConsumer(
+            link, self, address, None if link_filter.is_trivial else link_filter,
+            topic=request.topic or address.startswith(PER_LINK_PREFIXES),
+            presettled=presettled, selector=selector,
+            held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+        )
+        client.consumers.append(consumer)
+        self.track(consumer)
+        log.info("connection %d: relay consumer %r on upstream %r%s", client.origin, link.name,
+                 request.address, " (filtered)" if consumer.filter is not None else "")
+        return consumer
+
+    def attach_producer(self, link: Receiver, client: ClientConnection,
+                        registry: Registry) -> RelayProducer | None:
+        request = read_terminus(link.remote_target)
+        if request.coordinator:
+            refuse(link, NOT_IMPLEMENTED, "relay mode: transactions are not relayed")
+            return None
+        reason = self.unsupported(dynamic=request.dynamic,
+                                  anonymous=request.address is None and not request.dynamic)
+        if reason is not None:
+            refuse(link, NOT_IMPLEMENTED, reason)
+            return None
+        link.target.copy(link.remote_target)
+        link.source.copy(link.remote_source)
+        link.rcv_settle_mode = Link.RCV_FIRST
+        link.snd_settle_mode = link.remote_snd_settle_mode
+        link.max_message_size = self.config.max_message_size
+        if not request.dynamic:  # a dynamic one is answered with the upstream's node
+            link.open()
+        producer = RelayProducer(link, self, None if request.dynamic else request.address,
+                                 origin=client.origin, registry=registry,
+                                 window=self.config.credit_window,
+                                 max_size=self.config.max_message_size, dynamic=request.dynamic)
+        client.producers.append(producer)
+        self.track(producer)
+        log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
+                 "(dynamic)" if request.dynamic else request.address or "(anonymous relay)")
+        return producer
+
+
+def upstream_ssl_domain(config: BrokerConfig) -> SSLDomain:
+    """The client TLS settings for an amqps:// upstream (without --upstream-ca: the
+    system's default trust store)."""
+    domain = SSLDomain(SSLDomain.MODE_CLIENT)
+    if config.upstream_ca:
+        domain.set_trusted_ca_db(config.upstream_ca)
+    if config.upstream_cert:
+        domain.set_credentials(config.upstream_cert, config.upstream_key, None)
+    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME if config.upstream_verify_hostname
+                                   else SSLDomain.VERIFY_PEER)
+    return domain
