@@ -81,25 +81,28 @@ class LinkManager:
         """Answer the peer's attach; returns the link's state, or None if refused."""
         upstream = self.upstream
         principal = principal_of(link)
+        # The peer's terminus, read once and passed to every step of the attach.
+        request = read_terminus(link.remote_source if isinstance(link, Sender)
+                                else link.remote_target)
         if principal is not None:
-            why = refusal(link, principal, self.registry, client.container)
+            why = refusal(link, request, principal, self.registry, client.container)
             if why is not None:
                 self._refuse(link, UNAUTHORIZED, why)
                 return None
         if isinstance(link, Sender):
             if upstream is not None:
-                return upstream.attach_consumer(link, client)
-            return self._attach_consumer(link, client)
+                return upstream.attach_consumer(link, client, request)
+            return self._attach_consumer(link, client, request)
         assert isinstance(link, Receiver)
         if upstream is not None:
-            relayed = upstream.attach_producer(link, client, self.registry)
+            relayed = upstream.attach_producer(link, client, self.registry, request)
             if relayed is not None:
-                guard_relay(relayed, principal)  # per-message ``to`` check (anonymous relay)
+                guard_relay(relayed, request, principal)  # per-message ``to`` (anonymous relay)
             return relayed
-        return self._attach_producer(link, client, principal)
+        return self._attach_producer(link, client, principal, request)
 
-    def _attach_consumer(self, link: Sender, client: ClientConnection) -> Consumer | None:
-        request = read_terminus(link.remote_source)
+    def _attach_consumer(self, link: Sender, client: ClientConnection,
+                         request: TerminusRequest) -> Consumer | None:
         registry = self.registry
         subscription: Subscription | None = None
         durable_key: tuple[str, str] | None = None
@@ -210,8 +213,8 @@ class LinkManager:
         link.target.copy(link.remote_target)
 
     def _attach_producer(self, link: Receiver, client: ClientConnection,
-                         principal: Principal | None) -> Producer | None:
-        request = read_terminus(link.remote_target)
+                         principal: Principal | None, request: TerminusRequest
+                         ) -> Producer | None:
         if request.coordinator:
             self._refuse(link, NOT_IMPLEMENTED, "transactions are not supported by this broker")
             return None
@@ -237,7 +240,7 @@ class LinkManager:
             make_message=self._make_message, window=self.config.credit_window,
             max_size=self.config.max_message_size, archive=self.archive,
         )
-        guard_relay(producer, principal)  # per-message ``to`` check (anonymous relay)
+        guard_relay(producer, request, principal)  # per-message ``to`` check (anonymous relay)
         if node is not None and request.dynamic:
             node.dynamic_owner = producer
         if self.metrics is not None:

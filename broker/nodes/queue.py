@@ -56,6 +56,10 @@ class Outlet(Protocol):
 
     def __hash__(self) -> int: ...  # by identity: the node matcher's key
 
+MATCHER_FROM: Final = 4
+"""Filtered consumers from which a queue offers messages through its node matcher: below, each
+consumer's filter is simply evaluated in turn (the index costs more than it saves for a few
+links; bench_broker's 1-filtered case), as with no matcher at all."""
 _COMPACT_MIN: Final = 1024
 """Holes tolerated before compaction (compaction also waits for holes > live entries)."""
 
@@ -109,7 +113,7 @@ class Queue(Node):
         self.count += 1
         self.ready += 1
         self.bytes += entry.size
-        if not self._filtered:  # nothing to index: plain round robin, every consumer matches
+        if self._filtered < MATCHER_FROM:  # few filters: evaluating each is cheaper than indexing
             if self.consumers or self.browsers:
                 self.dispatch()
             return

@@ -18,7 +18,7 @@ from typing import ClassVar
 
 from broker.nodes.entry import Entry
 from broker.nodes.node import Node, NodeLimits, SubscriptionJournals
-from broker.nodes.queue import Queue
+from broker.nodes.queue import MATCHER_FROM, Queue
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
@@ -72,7 +72,12 @@ class Topic(Node):
         """Where its durable subscriptions log (``--data-dir``), if anywhere."""
 
     def publish(self, message: FilterMessage) -> None:
-        if not self.subscriptions:
+        subscriptions = self.subscriptions
+        if len(subscriptions) < MATCHER_FROM:  # a few: evaluating each is cheaper than indexing
+            for subscription in subscriptions:
+                link_filter = subscription.filter
+                if link_filter is None or link_filter.matches(message):
+                    subscription.queue.put(Entry(message))
             return
         for subscription in self.matcher.match(message).matched:
             subscription.queue.put(Entry(message))

@@ -95,7 +95,7 @@ from broker.relay.consumers import RelayConsumer
 from broker.relay.origin import OriginStamp
 from broker.relay.producers import RelayProducer
 from broker.settings import BrokerConfig
-from broker.terminus import read_terminus, refuse
+from broker.terminus import TerminusRequest, refuse
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import (
     DecodeError,
@@ -408,8 +408,9 @@ class Upstream(Handler):
 
     # -- attaching downstream links --------------------------------------------------------
 
-    def attach_consumer(self, link: Sender, client: ClientConnection) -> RelayConsumer | None:
-        request = read_terminus(link.remote_source)
+    def attach_consumer(self, link: Sender, client: ClientConnection,
+                        request: TerminusRequest) -> RelayConsumer | None:
+        """A downstream receiver (``request``: its source, as the peer sent it)."""
         if request.address is None and not request.dynamic:
             refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
                     "(durable subscription look-ups by link name are not relayed)")
@@ -452,9 +453,9 @@ class Upstream(Handler):
                  request.address, " (filtered)" if consumer.filter is not None else "")
         return consumer
 
-    def attach_producer(self, link: Receiver, client: ClientConnection,
-                        registry: Registry) -> RelayProducer | None:
-        request = read_terminus(link.remote_target)
+    def attach_producer(self, link: Receiver, client: ClientConnection, registry: Registry,
+                        request: TerminusRequest) -> RelayProducer | None:
+        """A downstream sender (``request``: its target, as the peer sent it)."""
         if request.coordinator:
             refuse(link, NOT_IMPLEMENTED, "relay mode: transactions are not relayed")
             return None

@@ -33,7 +33,7 @@ from proton import Condition, Link, Sender
 from broker.nodes.producer import Producer
 from broker.nodes.registry import Registry
 from broker.security.permissions import Action, Principal
-from broker.terminus import read_terminus
+from broker.terminus import TerminusRequest
 from filtex_proton.amqp import MISSING, DecodeError, Section
 from filtex_proton.plugin import FilterMessage
 
@@ -54,17 +54,17 @@ def principal_of(link: Link) -> Principal | None:
     return identity.principal() if identity is not None else None
 
 
-def refusal(link: Link, principal: Principal, registry: Registry, container: str) -> str | None:
-    """Why ``principal`` may not attach ``link`` (None: it may)."""
+def refusal(link: Link, request: TerminusRequest, principal: Principal, registry: Registry,
+            container: str) -> str | None:
+    """Why ``principal`` may not attach ``link``, whose remote terminus is ``request`` (None:
+    it may)."""
     if isinstance(link, Sender):
-        request = read_terminus(link.remote_source)
         action = Action.BROWSE if request.copy else Action.RECEIVE
         address = request.address
         if address is None and not request.dynamic:
             subscription = registry.durable.get((container, link.name))
             address = subscription.topic.name if subscription is not None else None
     else:
-        request = read_terminus(link.remote_target)
         action = Action.SEND
         address = request.address
     if request.dynamic or address is None:
@@ -92,9 +92,9 @@ def relay_refusal(principal: Principal, link_name: str,
     return Condition(UNAUTHORIZED, f"user {principal.name!r} has no send permission for {to!r}")
 
 
-def guard_relay(producer: Producer, principal: Principal | None) -> None:
-    """Check each message of a restricted user's anonymous-relay link (our nodes or relay)."""
-    request = read_terminus(producer.link.remote_target)
+def guard_relay(producer: Producer, request: TerminusRequest, principal: Principal | None) -> None:
+    """Check each message of a restricted user's anonymous-relay link (our nodes or relay);
+    ``request`` is the producer link's remote target."""
     if request.address is None and not request.dynamic and principal is not None and \
             principal.grants is not None:
         producer.guard = functools.partial(relay_refusal, principal, producer.name)

@@ -15,7 +15,7 @@ from proton import Described, symbol
 
 from broker.nodes.entry import Entry
 from broker.nodes.node import NodeLimits
-from broker.nodes.queue import Queue
+from broker.nodes.queue import MATCHER_FROM, Queue
 from broker.nodes.topic import Topic
 from filtex_proton.amqp.message import encode_message
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
@@ -130,6 +130,8 @@ def test_a_returned_message_is_offered_again_to_whoever_matches_it_now() -> None
     """delivery-count is part of the header a filter can read: after a redelivery the
     message is indexed again, so a filter that wants redeliveries gets it."""
     queue = Queue("q", LIMITS)
+    for k in range(MATCHER_FROM):  # enough filtered consumers for the queue to use its matcher
+        Stand(queue, f"region = 'never-{k}'")
     first = Stand(queue, "region = 'a'", settle=False)
     again = Stand(queue, "h.delivery_count = 1")  # indexed: not a candidate at first
     queue.publish(region_message("a", 7))
@@ -198,6 +200,8 @@ def test_topic_subscriptions_idle_ones_never_evaluated() -> None:
 
 def test_a_durable_subscription_reattached_with_new_filters_is_reindexed() -> None:
     topic = Topic("t", LIMITS)
+    for k in range(MATCHER_FROM):  # enough subscriptions for the topic to use its matcher
+        topic.subscribe(None, link_filter(f"region = 'never-{k}'"))
     subscription = topic.subscribe(("c", "sub"), link_filter("region = 'a'"))
     topic.publish(region_message("a"))
     subscription.filter = link_filter("region = 'b'")
@@ -234,3 +238,14 @@ def test_hundreds_of_idle_filtered_links_on_a_real_broker(broker: Any) -> None:
     # a delivery to an idle receiver would have arrived before the last acceptance
     assert all(not handler.received for handler in idle)
     conn.close()
+
+
+def test_a_few_filtered_consumers_are_simply_evaluated() -> None:
+    """Below MATCHER_FROM filtered consumers the queue does not index: every consumer with
+    credit evaluates the message (what a node did before the matcher), with the same result."""
+    queue = Queue("q", LIMITS)
+    consumers = [Stand(queue, f"region = 'r{k}'") for k in range(MATCHER_FROM - 1)]
+    for n in range(30):
+        queue.publish(region_message(f"r{n % 3}", n))
+    assert [numbers(c) for c in consumers] == [list(range(k, 30, 3)) for k in range(3)]
+    assert queue.matcher.stats.messages == 0  # never asked
