@@ -25,8 +25,8 @@ class Entry:
     holds consumers that answered ``modified(undeliverable-here)``.
     """
 
-    __slots__ = ("candidates", "data", "epoch", "message", "owner", "pos", "refused", "retries",
-                 "size")
+    __slots__ = ("browse_candidates", "candidates", "data", "epoch", "message", "owner", "pos",
+                 "refused", "retries", "size")
 
     def __init__(self, message: FilterMessage) -> None:
         self.message = message
@@ -41,6 +41,8 @@ class Entry:
         self.candidates: tuple[object, ...] | None = None
         """The queue's consumers that could match it when it arrived (its node matcher's
         answer, in attach order); None if it arrived when there were none."""
+        self.browse_candidates: tuple[object, ...] | None = None
+        """The same, among the queue's browsers (when they are indexed)."""
         self.epoch = 0
         """How many consumers the queue had seen attach when ``candidates`` was taken: one
         attached later (a higher ``order``) is not among them and must evaluate."""

@@ -19,7 +19,9 @@ and evaluating its filter on the ones that arrived before it attached. A message
 that no current consumer matches simply stays, for a later consumer (whose
 cursor starts at the front). When a message comes back, cursors past it are
 moved back to it and it is offered again. Browsers (distribution-mode ``copy``)
-walk the same slots with their own cursor and take nothing.
+walk the same slots with their own cursor and take nothing; with many filtered
+browsers, a browse matcher names the ones a new message can interest, and the
+others skip it unevaluated.
 
 Invariant: after every offer and every scan, a consumer with credit has no
 queued message it matches (so a new or returned message is the only thing a
@@ -90,6 +92,9 @@ class Queue(Node):
         """The (non-browsing) consumers' filter sets, indexed."""
         self._returned: list[Entry] = []
         """Entries requeued and not yet offered again."""
+        self.browse_matcher: NodeMatcher[Outlet] = NodeMatcher()
+        """The browsers' filter sets, indexed (browsers take nothing: each candidate looks)."""
+        self._browsers_filtered = 0
         self._filtered = 0
         """Outlets with filters: with none, messages skip the matcher (plain round robin)."""
         self._dispatching = False
@@ -113,17 +118,17 @@ class Queue(Node):
         self.count += 1
         self.ready += 1
         self.bytes += entry.size
-        if self._filtered < MATCHER_FROM:  # few filters: evaluating each is cheaper than indexing
-            if self.consumers or self.browsers:
-                self.dispatch()
-            return
         entry.epoch = self._attaches
-        entry.candidates = self.matcher.candidates(entry.message)
-        if self._returned:  # what came back is older: offered first
-            self.dispatch_returned()
-        self._offer(entry)
+        if self.consumers:
+            if self._filtered < MATCHER_FROM:  # a few filters: evaluating each is cheaper
+                self.dispatch(browsers=False)
+            else:
+                entry.candidates = self.matcher.candidates(entry.message)
+                if self._returned:  # what came back is older: offered first
+                    self.dispatch_returned()
+                self._offer(entry)
         if self.browsers:
-            self.dispatch()
+            self._offer_to_browsers(entry)
 
     put_back = put
 
@@ -178,9 +183,12 @@ class Queue(Node):
         entry.data = data
         entry.message = message
         entry.size = len(data)
-        if entry.candidates is not None:  # a filter may read what changed (delivery-count)
-            entry.epoch = self._attaches
+        # A filter may read what changed (delivery-count): index the new message again.
+        if entry.candidates is not None:
             entry.candidates = self.matcher.candidates(message)
+        if entry.browse_candidates is not None:
+            entry.browse_candidates = self.browse_matcher.candidates(message)
+        entry.epoch = self._attaches
 
     def entries(self) -> list[Entry]:
         """The entries held, in order (for tests and diagnostics)."""
@@ -203,11 +211,13 @@ class Queue(Node):
 
     def add_consumer(self, consumer: Outlet) -> None:
         consumer.cursor = 0
+        self._attaches += 1
+        consumer.order = self._attaches
         if consumer.browse:
             self.browsers.append(consumer)
+            self.browse_matcher.register(consumer, consumer.filter)
+            self._browsers_filtered += consumer.filter is not None
         else:
-            self._attaches += 1
-            consumer.order = self._attaches
             self.consumers.append(consumer)
             self.matcher.register(consumer, consumer.filter)
             self._filtered += consumer.filter is not None
@@ -216,7 +226,10 @@ class Queue(Node):
         group = self.browsers if consumer.browse else self.consumers
         if consumer in group:
             group.remove(consumer)
-            if not consumer.browse:
+            if consumer.browse:
+                self.browse_matcher.unregister(consumer)
+                self._browsers_filtered -= consumer.filter is not None
+            else:
                 consumer.ruled_out = self.matcher.ruled_out(consumer)  # for its final counts
                 self.matcher.unregister(consumer)
                 self._filtered -= consumer.filter is not None
@@ -276,7 +289,14 @@ class Queue(Node):
         Other consumers need nothing (by the invariant in the module docstring, a
         consumer with credit has already taken what it matches)."""
         if consumer.browse:
-            self.dispatch()
+            if self._dispatching:
+                self._again = True
+                return
+            self._dispatching = True
+            try:
+                self._dispatch_browsers([consumer])
+            finally:
+                self._dispatching = False
             return
         if self._dispatching:
             self._again = True
@@ -294,7 +314,7 @@ class Queue(Node):
         if self._again:
             self.dispatch()
 
-    def dispatch(self) -> None:
+    def dispatch(self, *, browsers: bool = True) -> None:
         """Send what can be sent: each consumer gets its next matching message, round robin.
 
         Looks at every consumer: used when a consumer arrives or an offer was deferred;
@@ -310,8 +330,8 @@ class Queue(Node):
                 self._again = False
                 if self.ready and self.consumers:
                     self._dispatch_consumers()
-                if self.browsers:
-                    self._dispatch_browsers()
+                if browsers and self.browsers:
+                    self._dispatch_browsers(self.browsers)
                 again = self._again
         finally:
             self._dispatching = False
@@ -389,9 +409,27 @@ class Queue(Node):
                 return None
             i, rewind = rewind, -1
 
-    def _dispatch_browsers(self) -> None:
-        for browser in self.browsers:
+    def _offer_to_browsers(self, entry: Entry) -> None:
+        """A new message for the browsers: with many filtered ones, only the candidates the
+        browse matcher names look (the others skip it, unevaluated, when they next scan)."""
+        if self._browsers_filtered < MATCHER_FROM:
+            self.dispatch()
+            return
+        found = self.browse_matcher.candidates(entry.message)
+        entry.browse_candidates = found
+        if self._dispatching:
+            self._again = True
+            return
+        self._dispatching = True
+        try:
+            self._dispatch_browsers([b for b in found if b.credit > 0])
+        finally:
+            self._dispatching = False
+
+    def _dispatch_browsers(self, browsers: list[Outlet]) -> None:
+        for browser in browsers:
             link_filter = browser.filter
+            order = browser.order
             while browser.credit > 0:
                 slots = self._slots
                 n = len(slots)
@@ -400,9 +438,12 @@ class Queue(Node):
                 while i < n:
                     entry = slots[i]
                     i += 1
-                    if entry is not None and (
-                        link_filter is None or link_filter.matches(entry.message)
-                    ):
+                    if entry is None:
+                        continue
+                    ruled = entry.browse_candidates
+                    if ruled is not None and order <= entry.epoch and browser not in ruled:
+                        continue  # the browse matcher ruled it out when the message arrived
+                    if link_filter is None or link_filter.matches(entry.message):
                         found = entry
                         break
                 browser.cursor = i

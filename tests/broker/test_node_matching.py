@@ -42,13 +42,13 @@ class Stand:
     """What Queue uses of a consumer: credit, cursor, order, filter, send."""
 
     def __init__(self, queue: Queue, text: str | None, credit: int = 1000,
-                 *, settle: bool = True) -> None:
+                 *, settle: bool = True, browse: bool = False) -> None:
         self.queue = queue
         self.credit = credit
         self.cursor = 0
         self.order = 0
         self.closed = False
-        self.browse = False
+        self.browse = browse
         self.text = text
         self.filter = link_filter(text)
         self.filter_stats = None if self.filter is None else self.filter.filter_set.stats
@@ -59,6 +59,8 @@ class Stand:
     def send(self, entry: Entry) -> None:
         self.credit -= 1
         self.got.append(entry)
+        if self.browse:
+            return
         if self.settle:
             self.queue.remove(entry)
         else:
@@ -249,3 +251,22 @@ def test_a_few_filtered_consumers_are_simply_evaluated() -> None:
         queue.publish(region_message(f"r{n % 3}", n))
     assert [numbers(c) for c in consumers] == [list(range(k, 30, 3)) for k in range(3)]
     assert queue.matcher.stats.messages == 0  # never asked
+
+
+def test_idle_filtered_browsers_are_never_evaluated() -> None:
+    """Browsing (distribution-mode copy) through the browse matcher: each browser sees every
+    message it matches, in order, and idle ones evaluate nothing."""
+    queue = Queue("q", LIMITS)
+    idle = [Stand(queue, f"region = 'never-{k}'", browse=True) for k in range(200)]
+    watching = [Stand(queue, f"region = 'r{k}'", browse=True) for k in range(2)]
+    everything = Stand(queue, None, browse=True)
+    for n in range(20):
+        queue.publish(region_message(f"r{n % 2}", n))
+    assert [numbers(w) for w in watching] == [list(range(0, 20, 2)), list(range(1, 20, 2))]
+    assert numbers(everything) == list(range(20))
+    assert sum(evaluations(c) for c in idle) == 0
+    assert queue.count == 20  # browsing takes nothing
+    late = Stand(queue, "region = 'r1'", browse=True, credit=0)  # attached later: evaluates
+    late.credit = 100
+    queue.dispatch_to(late)  # type: ignore[arg-type]
+    assert numbers(late) == list(range(1, 20, 2))
