@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from broker.error_rate import ACTIONS
-from broker.settings import DEFAULT_LISTEN, BrokerConfig, ConfigError, parse_listen, split_list
+from broker.settings import (
+    DEFAULT_LISTEN,
+    BrokerConfig,
+    ByteSize,
+    ConfigError,
+    parse_listen,
+    split_list,
+)
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -59,6 +66,9 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "max_queue_messages": (int, "per-node message limit (producers stall when reached)"),
     "max_queue_bytes": (int, "per-node byte limit (producers stall when reached)"),
     "max_message_size": (int, "largest message accepted, in bytes"),
+    "max_memory": (ByteSize, "broker-wide: bytes the held messages may cost before no producer "
+                   "gets credit, e.g. 512MiB or 2GiB (0: 40%% of the machine's or the cgroup's "
+                   "memory)"),
     "dead_letter_address": (str, "node for rejected messages ('' disables)"),
     "shutdown_grace": (float, "seconds to wait for peers on shutdown"),
     "upstream": (str, "relay mode: amqp://HOST:PORT of the broker holding the nodes"),
@@ -99,6 +109,11 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
 
 
 def _convert(name: str, kind: type, value: Any, where: str) -> Any:
+    if kind is ByteSize:
+        try:
+            return int(ByteSize(value))
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {name}: {exc}") from None
     try:
         if kind is int and isinstance(value, float):
             raise ValueError
@@ -226,7 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
                                help=f"{text} (default {getattr(BrokerConfig(), name)!r})")
             continue
         group.add_argument(
-            "--" + name.replace("_", "-"), dest=name, metavar=kind.__name__.upper(),
+            "--" + name.replace("_", "-"), dest=name,
+            metavar="BYTES" if kind is ByteSize else kind.__name__.upper(),
             help=f"{text} (default {getattr(BrokerConfig(), name)!r})",
         )
     limits = parser.add_argument_group("filter limits (spec §7.1)")

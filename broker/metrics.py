@@ -79,6 +79,11 @@ class BrokerSnapshot:
     induced_errors: int
     connections_closed_for_errors: int
     archive: Archiver | None
+    memory_accounted: int = 0
+    """``--max-memory``: what the held messages cost, as the broker accounts it."""
+    memory_limit: int = 0
+    producers_blocked: bool = False
+    memory_blockings: int = 0
 
 
 class BrokerMetrics:
@@ -197,6 +202,15 @@ class BrokerMetrics:
         yield _counter("filtex_connections_closed_for_errors",
                        "Producing connections closed for inducing evaluation errors", None,
                        {"": state.connections_closed_for_errors})
+        yield _gauge("filtex_memory_accounted_bytes", "What the messages held cost, as the "
+                     "broker accounts it (bytes, entries and decoded sections)", None,
+                     {"": state.memory_accounted})
+        yield _gauge("filtex_memory_limit_bytes", "The broker-wide memory limit (--max-memory)",
+                     None, {"": state.memory_limit})
+        yield _gauge("filtex_producers_blocked", "1 while no producer gets credit because the "
+                     "broker is over its memory limit", None, {"": int(state.producers_blocked)})
+        yield _counter("filtex_memory_blockings", "Times the broker went over its memory limit "
+                       "and blocked its producers", None, {"": state.memory_blockings})
         if state.archive is not None:
             yield from _archive_metrics(state.archive)
 

@@ -30,6 +30,8 @@ from broker.links import LinkManager
 from broker.loop.auto import make_container
 from broker.loop.contract import EventLoopError, FastLink
 from broker.loop.proton_internals import Acceptor, listening_address, unbind_transport
+from broker.memory import default_max_memory
+from broker.nodes.budget import MemoryBudget
 from broker.nodes.node import NodeLimits
 from broker.nodes.registry import Registry
 from broker.security.gate import SecureAcceptor
@@ -117,9 +119,11 @@ class Broker:
         self.plugin = plugin or FiltexPlugin(
             limits=config.limits, disabled=config.disabled, logger=logging.getLogger("filtex")
         )
+        self.budget = MemoryBudget(config.max_memory or default_max_memory())
+        """``--max-memory``: what every node's messages cost, and the producers it blocks."""
         self.registry = Registry(
             NodeLimits(config.max_queue_messages, config.max_queue_bytes),
-            config.dead_letter_address,
+            config.dead_letter_address, self.budget,
         )
         self.links = LinkManager(config, self.registry, self.plugin)
         self.induced_errors = InducedErrors(
@@ -174,6 +178,10 @@ class Broker:
             induced_errors=self.induced_errors.total(),
             connections_closed_for_errors=self.induced_errors.closed,
             archive=self.archive,
+            memory_accounted=self.budget.accounted,
+            memory_limit=self.budget.limit or 0,
+            producers_blocked=self.budget.blocked,
+            memory_blockings=self.budget.blockings,
         )
     def run(self) -> None:
         """Serve until :meth:`stop`; raises if a listener cannot be bound."""
@@ -182,6 +190,10 @@ class Broker:
         try:
             self._open_archive()
             self._open_store()
+            log.info("max-memory %d bytes (%.0f MiB%s): producers wait above it, get credit "
+                     "again below %d bytes", self.budget.limit or 0, (self.budget.limit or 0) /
+                     (1 << 20), "" if self.config.max_memory else ", the default share",
+                     self.budget.low)
             self.container.run()
         except BaseException as exc:
             self.error = exc

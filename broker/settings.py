@@ -14,7 +14,10 @@ from typing import Final
 
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
-__all__ = ["DEFAULT_LISTEN", "BrokerConfig", "ConfigError", "parse_listen", "split_list"]
+__all__ = [
+    "DEFAULT_LISTEN", "BrokerConfig", "ByteSize", "ConfigError", "parse_listen", "parse_size",
+    "split_list",
+]
 
 DEFAULT_LISTEN: Final = ("127.0.0.1", 5672)
 
@@ -43,6 +46,11 @@ class BrokerConfig:
     max_queue_bytes: int = 256 * 1024 * 1024
     """Per node: bytes held before producers stall."""
     max_message_size: int = 64 * 1024 * 1024
+    """Advertised on producer links; larger messages are rejected."""
+    max_memory: int = 0
+    """Broker-wide: bytes the held messages may cost (accounted as docs/BROKER.md says) before
+    no producer gets credit; 0: a share of the machine's or the cgroup's memory
+    (``broker.memory.default_max_memory``)."""
     """Advertised on producer links; larger messages are rejected."""
     dead_letter_address: str = "DLQ"
     """Where rejected messages go; empty disables it (they are then logged and dropped)."""
@@ -119,3 +127,51 @@ def parse_listen(text: str) -> tuple[str, int]:
 def split_list(text: str) -> list[str]:
     """A comma-separated list, blanks dropped."""
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+class ByteSize(int):
+    """A setting given in bytes, with or without a unit (:func:`parse_size`)."""
+
+    def __new__(cls, value: object) -> ByteSize:
+        return super().__new__(cls, parse_size(value))
+
+
+_UNITS: Final = {
+    "": 1, "b": 1,
+    "k": 1 << 10, "ki": 1 << 10, "kib": 1 << 10, "kb": 1000,
+    "m": 1 << 20, "mi": 1 << 20, "mib": 1 << 20, "mb": 1000**2,
+    "g": 1 << 30, "gi": 1 << 30, "gib": 1 << 30, "gb": 1000**3,
+    "t": 1 << 40, "ti": 1 << 40, "tib": 1 << 40, "tb": 1000**4,
+}
+"""As RabbitMQ reads them: ``KiB``/``K`` (and ``MiB``, ``GiB``, ``TiB``) are powers of 1024,
+``kB``/``MB``/``GB``/``TB`` powers of 1000; case does not matter."""
+
+
+def parse_size(value: object) -> int:
+    """Bytes from ``536870912``, ``512MiB``, ``512M``, ``0.5 GiB``, ``500MB`` (see ``_UNITS``).
+
+    Raises :class:`ConfigError` (a ``ValueError``) naming the value; a size is never negative,
+    and a fraction of a byte is rounded down."""
+    if isinstance(value, bool):
+        raise ConfigError(f"{value!r} is not a size in bytes")
+    if isinstance(value, int):
+        number: float = value
+        unit = ""
+    elif isinstance(value, float):
+        number, unit = value, ""
+    else:
+        text = str(value).strip()
+        digits = text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ").strip()
+        unit = text[len(text.rstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")):]
+        try:
+            number = int(digits) if digits.isdigit() else float(digits)
+        except ValueError:
+            raise ConfigError(f"{value!r} is not a size in bytes (e.g. 536870912, 512MiB, "
+                              "2GiB)") from None
+    scale = _UNITS.get(unit.lower())
+    if scale is None:
+        raise ConfigError(f"{value!r}: unknown unit {unit!r} (B, KiB, MiB, GiB, TiB, or kB, "
+                          "MB, GB, TB)")
+    if not 0 <= number < float("inf"):  # NaN compares false too
+        raise ConfigError(f"{value!r} is not a size in bytes (not negative, finite)")
+    return int(number * scale) if isinstance(number, float) else number * scale

@@ -25,13 +25,15 @@ class Entry:
     holds consumers that answered ``modified(undeliverable-here)``.
     """
 
-    __slots__ = ("browse_candidates", "candidates", "data", "epoch", "message", "owner", "pos",
-                 "refused", "retries", "size")
+    __slots__ = ("browse_candidates", "candidates", "cost", "data", "epoch", "message", "owner",
+                 "pos", "refused", "retries", "size")
 
     def __init__(self, message: FilterMessage) -> None:
         self.message = message
         self.data: bytes = message.data
         self.size = len(self.data)
+        self.cost = 0
+        """What its queue charged the memory budget for it (``broker.nodes.budget``)."""
         self.pos = -1
         self.owner: object | None = None
         """The consumer it is delivered to and not settled by (an entry needs only its

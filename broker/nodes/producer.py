@@ -9,7 +9,9 @@ naming the section and the problem, and never stored; the link and the
 connection go on.
 
 Credit is granted in a window and topped up when half is used, but only while
-the node has room; a producer to a full node is stalled until the node wakes it.
+the node has room and the broker is below its memory limit (``broker.nodes.budget``); a
+producer to a full node, or to any node while the broker is over its limit, is stalled until
+the node (or the budget) wakes it.
 A link with no target address is an anonymous relay: each message goes to the
 address in its ``properties.to``.
 """
@@ -126,10 +128,15 @@ class Producer:
     # -- credit ------------------------------------------------------------------------
 
     def top_up(self) -> None:
-        """Refill the window if the node has room; otherwise wait for it."""
+        """Refill the window if the node and the broker (``--max-memory``) have room; otherwise
+        wait for it."""
         node = self.node
         if node is not None and not node.has_room():
             node.stall(self)
+            return
+        budget = self.registry.budget
+        if budget.blocked:
+            budget.stall(self)  # over the broker's memory limit: every producer waits
             return
         archive = self.archive
         if archive is not None and not archive.has_room() and (
@@ -277,6 +284,7 @@ class Producer:
         self._partial = None
         if self.node is not None:
             self.node.unstall(self)
+        self.registry.budget.unstall(self)
         if self.archive is not None:
             self.archive.unstall(self)
 

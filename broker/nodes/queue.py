@@ -33,6 +33,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import ClassVar, Final, Protocol, cast
 
+from broker.nodes.budget import MemoryBudget, message_cost
 from broker.nodes.entry import Entry
 from broker.nodes.node import Journal, Node, NodeLimits
 from filtex_proton.matcher import NodeMatcher, Verdict
@@ -71,8 +72,11 @@ class Queue(Node):
 
     kind: ClassVar[str] = "queue"
 
-    def __init__(self, name: str, limits: NodeLimits, *, owner: Node | None = None) -> None:
+    def __init__(self, name: str, limits: NodeLimits, *, owner: Node | None = None,
+                 budget: MemoryBudget | None = None) -> None:
         super().__init__(name, limits)
+        self.budget = budget
+        """The broker-wide memory budget its entries are charged to (``--max-memory``)."""
         self._slots: list[Entry | None] = []
         self.count = 0
         """Messages held: queued plus delivered-unsettled."""
@@ -118,6 +122,10 @@ class Queue(Node):
         self.count += 1
         self.ready += 1
         self.bytes += entry.size
+        budget = self.budget
+        if budget is not None:
+            entry.cost = cost = message_cost(entry.message)
+            budget.charge(cost)
         entry.epoch = self._attaches
         if self.consumers:
             if self._filtered < MATCHER_FROM:  # a few filters: evaluating each is cheaper
@@ -151,6 +159,8 @@ class Queue(Node):
         entry.owner = None
         self.count -= 1
         self.bytes -= entry.size
+        if self.budget is not None:
+            self.budget.credit(entry.cost)
         holes = len(self._slots) - self.count
         if holes > _COMPACT_MIN and holes > self.count:
             self._compact()
@@ -183,6 +193,10 @@ class Queue(Node):
         entry.data = data
         entry.message = message
         entry.size = len(data)
+        if self.budget is not None:
+            cost = message_cost(message)
+            self.budget.charge(cost - entry.cost)
+            entry.cost = cost
         # A filter may read what changed (delivery-count): index the new message again.
         if entry.candidates is not None:
             entry.candidates = self.matcher.candidates(message)
@@ -238,6 +252,8 @@ class Queue(Node):
         if self.journal is not None:
             self.journal.drop()
             self.journal = None
+        if self.budget is not None:
+            self.budget.credit(sum(e.cost for e in self._slots if e is not None))
         self._slots = []
         self.count = self.ready = self.bytes = 0
 

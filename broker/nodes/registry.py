@@ -14,6 +14,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING
 
+from broker.nodes.budget import MemoryBudget
 from broker.nodes.entry import Entry
 from broker.nodes.node import Durability, Journal, Node, NodeLimits
 from broker.nodes.queue import Queue
@@ -30,8 +31,12 @@ log = logging.getLogger("filtex.broker")
 class Registry:
     """Every node the broker holds, by address."""
 
-    def __init__(self, limits: NodeLimits, dead_letter_address: str) -> None:
+    def __init__(self, limits: NodeLimits, dead_letter_address: str,
+                 budget: MemoryBudget | None = None) -> None:
         self.limits = limits
+        self.budget = budget if budget is not None else MemoryBudget()
+        """The broker-wide memory budget every node charges (``--max-memory``; unlimited if
+        none is given)."""
         self.dead_letter_address = dead_letter_address
         self.nodes: dict[str, Node] = {}
         self.durable: dict[tuple[str, str], Subscription] = {}
@@ -48,7 +53,8 @@ class Registry:
         """The node at ``address``, created (as a topic if asked, else a queue) on first use."""
         node = self.nodes.get(address)
         if node is None:
-            node = Topic(address, self.limits) if topic else Queue(address, self.limits)
+            node = (Topic(address, self.limits, self.budget) if topic
+                    else Queue(address, self.limits, budget=self.budget))
             if durable and self.store is not None:  # a queue logs; a topic, its durable subs
                 if isinstance(node, Queue):
                     node.journal = self.store.for_queue(address)

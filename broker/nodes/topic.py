@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from broker.nodes.budget import MemoryBudget
 from broker.nodes.entry import Entry
 from broker.nodes.node import Node, NodeLimits, SubscriptionJournals
 from broker.nodes.queue import MATCHER_FROM, Queue
@@ -41,7 +42,7 @@ class Subscription:
         self.durable = key is not None
         self._filter = link_filter
         name = f"{topic.name}::{key[1]}" if key is not None else f"{topic.name}::{id(self):x}"
-        self.queue = Queue(name, topic.limits, owner=topic)
+        self.queue = Queue(name, topic.limits, owner=topic, budget=topic.budget)
 
     @property
     def filter(self) -> LinkFilter | None:
@@ -63,8 +64,10 @@ class Topic(Node):
 
     kind: ClassVar[str] = "topic"
 
-    def __init__(self, name: str, limits: NodeLimits) -> None:
+    def __init__(self, name: str, limits: NodeLimits, budget: MemoryBudget | None = None) -> None:
         super().__init__(name, limits)
+        self.budget = budget
+        """The broker-wide memory budget its subscriptions charge (``--max-memory``)."""
         self.subscriptions: list[Subscription] = []
         self.matcher: NodeMatcher[Subscription] = NodeMatcher()
         """Every subscription's filter set, indexed (a subscription without filters too)."""
