@@ -374,10 +374,10 @@ def _fast_fields(buf: bytes, pos: int, end: int, count: int, names: tuple[str, .
     return result if pos == end else None
 
 
-def _fast_map(buf: bytes, value: int, n: int, strings: bool) -> tuple[_Fast, int]:
-    """A map section at ``value`` as ``_map`` decodes it, and where it ends: string keys
-    and simple values (``strings``), else symbol or ulong keys and values that are not
-    compound; (None, 0) to leave the section to ``_map``."""
+def _fast_map(buf: bytes, value: int, n: int) -> tuple[_Fast, int]:
+    """An annotations or footer section at ``value`` as ``_map`` decodes it, and where it
+    ends: symbol or ulong keys, values that are not compound; (None, 0) to leave the
+    section to ``_map``. (Application-properties are read inline in ``_fast``.)"""
     code = buf[value]
     if code == 0xC1:
         size = buf[value + 1]
@@ -399,13 +399,7 @@ def _fast_map(buf: bytes, value: int, n: int, strings: bool) -> tuple[_Fast, int
     key: Any
     for _ in range(count >> 1):
         code = buf[pos]
-        if strings:
-            if code != 0xA1:
-                return None, 0
-            start = pos + 2
-            pos = start + buf[pos + 1]
-            key = buf[start:pos].decode()
-        elif code == 0xA3:
+        if code == 0xA3:
             start = pos + 2
             pos = start + buf[pos + 1]
             key = _str_new(symbol, buf[start:pos].decode("ascii"))
@@ -478,7 +472,7 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 code = buf[pos + 2]
         if code == 0x71:
             value = pos + 3
-            entries, end = _fast_map(buf, value, n, False)
+            entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return None
             offsets["delivery-annotations"] = value
@@ -491,7 +485,7 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 code = buf[pos + 2]
         if code == 0x72:
             value = pos + 3
-            entries, end = _fast_map(buf, value, n, False)
+            entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return None
             offsets["message-annotations"] = value
@@ -637,7 +631,7 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 code = buf[pos + 2]
         if pos < n and code == 0x78:  # footer
             value = pos + 3
-            entries, end = _fast_map(buf, value, n, False)
+            entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return None
             offsets["footer"] = value
