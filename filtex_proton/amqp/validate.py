@@ -312,7 +312,8 @@ def validate_view(view: RawMessageView) -> RawMessageView:
 # where the general path above (the scan, then a check per section) spends most of its
 # time on per-section dispatch. The fast path accepts only what the general path
 # accepts, decodes it to the same values, and gives up (None) on anything else, valid
-# or not: the general path then runs from the start and says exactly what is wrong.
+# or not: the general path (``_general``) then runs from the start and says exactly what
+# is wrong.
 
 #: The decoded values of the one-byte ints, made once (like ``ulong0`` in the codec):
 #: building an int subclass costs more than the rest of decoding it.
@@ -377,7 +378,7 @@ def _fast_fields(buf: bytes, pos: int, end: int, count: int, names: tuple[str, .
 def _fast_map(buf: bytes, value: int, n: int) -> tuple[_Fast, int]:
     """An annotations or footer section at ``value`` as ``_map`` decodes it, and where it
     ends: symbol or ulong keys, values that are not compound; (None, 0) to leave the
-    section to ``_map``. (Application-properties are read inline in ``_fast``.)"""
+    section to ``_map``. (Application-properties are read inline in :func:`validate_message`.)"""
     code = buf[value]
     if code == 0xC1:
         size = buf[value + 1]
@@ -429,17 +430,20 @@ _FAST_BODY: Final = {0x75: frozenset({0xA0, 0xB0}), 0x76: _CODES["list"], 0x77: 
 _widths = WIDTHS
 
 
-def _fast(buf: bytes) -> RawMessageView | None:
-    """The view of a message in the common encodings, scanned and checked in one pass,
-    or None when anything in it is outside them (or wrong).
+def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
+    """The view of a message that passed the door check; raises :class:`InvalidMessageError`.
+
+    One pass over the common encodings, scanning and checking at once; anything else,
+    and anything wrong, is left to ``_general``, which also says what is wrong.
 
     Straight-line in §3.2's order, each section read only if its code comes next, so
     an absent section costs one comparison and the order needs no bookkeeping; a
     section out of order is left unread, and the message to the general path.
     """
+    buf = data if type(data) is bytes else bytes(data)
     n = len(buf)
     if n < 4 or buf[0] or buf[1] != 0x53:
-        return None  # not a section, or a descriptor other than smallulong
+        return _general(buf)  # not a section, or a descriptor other than smallulong
     spans: list[tuple[int, int, int, int]] = []
     offsets: dict[str, int] = {}
     decoded: dict[str, Mapping[Any, Any] | None] = {}
@@ -456,45 +460,45 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 size = buf[4]
                 end = 5 + size
                 if not size or end > n:
-                    return None
+                    return _general(buf)
                 entries = _fast_fields(buf, 6, end, buf[5], _HEADER_NAMES, _HEADER_CODES)
                 if entries is None:
-                    return None
+                    return _general(buf)
             else:
-                return None
+                return _general(buf)
             offsets["header"] = 3
             decoded["header"] = entries
             spans.append((0x70, 0, 3, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
-                    return None
+                    return _general(buf)
                 code = buf[pos + 2]
         if code == 0x71:
             value = pos + 3
             entries, end = _fast_map(buf, value, n)
             if entries is None:
-                return None
+                return _general(buf)
             offsets["delivery-annotations"] = value
             decoded["delivery-annotations"] = entries
             spans.append((0x71, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
-                    return None
+                    return _general(buf)
                 code = buf[pos + 2]
         if code == 0x72:
             value = pos + 3
             entries, end = _fast_map(buf, value, n)
             if entries is None:
-                return None
+                return _general(buf)
             offsets["message-annotations"] = value
             decoded["message-annotations"] = entries
             spans.append((0x72, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
-                    return None
+                    return _general(buf)
                 code = buf[pos + 2]
         if code == 0x73:  # properties
             value = pos + 3
@@ -503,12 +507,12 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 size = buf[value + 1]
                 end = value + 2 + size
                 if not size or end > n:
-                    return None
+                    return _general(buf)
                 # _fast_fields inlined, for the fields nearly every message has
                 count = buf[value + 2]
                 p = value + 3
                 if count > _PROPERTIES_KNOWN or count > end - p:
-                    return None
+                    return _general(buf)
                 entries = {}
                 for i in range(count):
                     c = buf[p]
@@ -516,7 +520,7 @@ def _fast(buf: bytes) -> RawMessageView | None:
                         p += 1
                         continue
                     if c not in _PROPERTIES_CODES[i]:
-                        return None
+                        return _general(buf)
                     if c == 0x53:
                         entries[_PROPERTIES_NAMES[i]] = _SMALLULONG[buf[p + 1]]
                         p += 2
@@ -532,19 +536,19 @@ def _fast(buf: bytes) -> RawMessageView | None:
                     else:
                         entries[_PROPERTIES_NAMES[i]], p = _decoders[c](buf, p + 1, 1)
                 if p != end:
-                    return None
+                    return _general(buf)
             elif c in {0x45, 0x40}:
                 end = value + 1
                 entries = {}
             else:
-                return None
+                return _general(buf)
             offsets["properties"] = value
             decoded["properties"] = entries
             spans.append((0x73, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
-                    return None
+                    return _general(buf)
                 code = buf[pos + 2]
         if code == 0x74:  # application-properties, inline: the section filters read
             value = pos + 3
@@ -562,13 +566,13 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 count = 0
                 p = end = value + 1
             else:
-                return None
+                return _general(buf)
             if count & 1 or end > n or end < p or count > end - p:
-                return None
+                return _general(buf)
             entries = {}
             for _ in range(count >> 1):
                 if buf[p] != 0xA1:
-                    return None
+                    return _general(buf)
                 start = p + 2
                 p = start + buf[p + 1]
                 key = buf[start:p].decode()
@@ -584,18 +588,18 @@ def _fast(buf: bytes) -> RawMessageView | None:
                     entries[key] = None
                     p += 1
                 elif c in _COMPOUND_CODES:
-                    return None
+                    return _general(buf)
                 else:
                     entries[key], p = _decoders[c](buf, p + 1, 1)
             if p != end:
-                return None
+                return _general(buf)
             offsets["application-properties"] = value
             decoded["application-properties"] = entries
             spans.append((0x74, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
-                    return None
+                    return _general(buf)
                 code = buf[pos + 2]
         body_offset = body_end = pos
         while pos < n and 0x75 <= code <= 0x77:  # body sections: stepped over
@@ -607,11 +611,11 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 elif c == 0xB0:
                     end = value + 5 + _u32(buf, value + 1)[0]
                 else:
-                    return None
+                    return _general(buf)
             else:
                 allowed = _FAST_BODY[code]
                 if allowed is not None and c not in allowed:
-                    return None
+                    return _general(buf)
                 width = _widths[c]
                 if width == -1:
                     end = value + 2 + buf[value + 1]
@@ -622,26 +626,28 @@ def _fast(buf: bytes) -> RawMessageView | None:
                 else:
                     end = skip_value(buf, value)
             if end > n:
-                return None
+                return _general(buf)
             spans.append((code, pos, value, end))
             pos = body_end = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
-                    return None
+                    return _general(buf)
                 code = buf[pos + 2]
         if pos < n and code == 0x78:  # footer
             value = pos + 3
             entries, end = _fast_map(buf, value, n)
             if entries is None:
-                return None
+                return _general(buf)
             offsets["footer"] = value
             decoded["footer"] = entries
             spans.append((0x78, pos, value, end))
             pos = end
+    except InvalidMessageError:
+        raise  # from _general, called above
     except (ValueError, IndexError, struct.error):  # DecodeError, UnicodeDecodeError too
-        return None
+        return _general(buf)
     if pos < n:  # a section out of order, repeated, unknown, or not read here
-        return None
+        return _general(buf)
     view = _new_view(RawMessageView)
     view.data = buf
     view._raw = spans
@@ -655,17 +661,10 @@ def _fast(buf: bytes) -> RawMessageView | None:
 _new_view = object.__new__
 
 
-def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
-    """The view of a message that passed the door check; raises :class:`InvalidMessageError`.
-
-    One pass: the common encodings straight through (``_fast``); anything else by
-    the scan (layout: descriptors, order, section sizes) checking each section but
-    the body as it finds it, which also says what is wrong.
-    """
-    buf = data if type(data) is bytes else bytes(data)
-    view = _fast(buf)
-    if view is not None:
-        return view
+def _general(buf: bytes) -> RawMessageView:
+    """The door check of a message outside the common encodings (or a bad one): the scan
+    (layout: descriptors, order, section sizes) checking each section but the body as it
+    finds it, and saying what is wrong."""
     if not buf:
         raise InvalidMessageError(LAYOUT, "no sections at all", 0)
     try:
