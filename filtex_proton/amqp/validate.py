@@ -36,9 +36,11 @@ from proton import Array, Described, int32, symbol, timestamp, ubyte, uint, ulon
 from filtex_proton.amqp.codec import (
     _DECODERS,
     UNDESCRIBED,
+    WIDTHS,
     DecodeError,
     decode_at,
     decode_fields,
+    skip_value,
 )
 from filtex_proton.amqp.message import LAYOUT, InvalidMessageError, RawMessageView
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
@@ -301,13 +303,368 @@ def validate_view(view: RawMessageView) -> RawMessageView:
     return view
 
 
+
+# ----------------------------------------------------------------------------- the fast path
+#
+# Almost every message a broker sees is encoded the same few ways: numeric section
+# descriptors, list8 and map8/map32 sections, str8 and sym8 strings, small ints. For
+# those, one straight-line pass below scans, decodes and checks every section at once,
+# where the general path above (the scan, then a check per section) spends most of its
+# time on per-section dispatch. The fast path accepts only what the general path
+# accepts, decodes it to the same values, and gives up (None) on anything else, valid
+# or not: the general path (``_general``) then runs from the start and says exactly what
+# is wrong.
+
+#: The decoded values of the one-byte ints, made once (like ``ulong0`` in the codec):
+#: building an int subclass costs more than the rest of decoding it.
+_SMALLINT: Final = tuple(_int_new(int32, b - 256 if b > 127 else b) for b in range(256))
+_SMALLULONG: Final = tuple(_int_new(ulong, b) for b in range(256))
+_SMALLUINT: Final = tuple(_int_new(uint, b) for b in range(256))
+_UBYTE: Final = tuple(_int_new(ubyte, b) for b in range(256))
+_UINT0: Final = _SMALLUINT[0]
+_u32 = struct.Struct(">I").unpack_from
+_Fast = dict[Any, Any] | None
+_PROPERTIES_KNOWN: Final = len(_PROPERTIES_NAMES)
+
+
+def _fast_fields(buf: bytes, pos: int, end: int, count: int, names: tuple[str, ...],
+                 allowed: tuple[frozenset[int], ...]) -> _Fast:
+    """A header's or properties' fields (list8 contents at ``pos``), as ``_fields``
+    decodes them, or None to leave the section to it."""
+    if count > len(names) or count > end - pos:
+        return None
+    dec = _decoders
+    result: dict[str, Any] = {}
+    value: Any
+    for i in range(count):
+        code = buf[pos]
+        if code == 0x40:
+            pos += 1
+            continue
+        if code not in allowed[i]:
+            return None
+        if code == 0xA1:
+            start = pos + 2
+            pos = start + buf[pos + 1]
+            value = buf[start:pos].decode()
+        elif code == 0x53:
+            value = _SMALLULONG[buf[pos + 1]]
+            pos += 2
+        elif code == 0xA3:
+            start = pos + 2
+            pos = start + buf[pos + 1]
+            value = _str_new(symbol, buf[start:pos].decode("ascii"))
+        elif code == 0x41:
+            value = True
+            pos += 1
+        elif code == 0x42:
+            value = False
+            pos += 1
+        elif code == 0x50:
+            value = _UBYTE[buf[pos + 1]]
+            pos += 2
+        elif code == 0x52:
+            value = _SMALLUINT[buf[pos + 1]]
+            pos += 2
+        elif code == 0x43:
+            value = _UINT0
+            pos += 1
+        else:
+            value, pos = dec[code](buf, pos + 1, 1)
+        result[names[i]] = value
+    return result if pos == end else None
+
+
+def _fast_map(buf: bytes, value: int, n: int) -> tuple[_Fast, int]:
+    """An annotations or footer section at ``value`` as ``_map`` decodes it, and where it
+    ends: symbol or ulong keys, values that are not compound; (None, 0) to leave the
+    section to ``_map``. (Application-properties are read inline in :func:`validate_message`.)"""
+    code = buf[value]
+    if code == 0xC1:
+        size = buf[value + 1]
+        count = buf[value + 2]
+        pos = value + 3
+        end = value + 2 + size
+    elif code == 0xD1:
+        size, count = _u32x2(buf, value + 1)
+        pos = value + 9
+        end = value + 5 + size
+    elif code == 0x40:
+        return {}, value + 1
+    else:
+        return None, 0
+    if count & 1 or end > n or end < pos or count > end - pos:
+        return None, 0
+    dec = _decoders
+    result: dict[Any, Any] = {}
+    key: Any
+    for _ in range(count >> 1):
+        code = buf[pos]
+        if code == 0xA3:
+            start = pos + 2
+            pos = start + buf[pos + 1]
+            key = _str_new(symbol, buf[start:pos].decode("ascii"))
+        elif code in _ANNOTATION_KEY_CODES:
+            key, pos = dec[code](buf, pos + 1, 1)
+        else:
+            return None, 0
+        code = buf[pos]
+        if code == 0xA1:
+            start = pos + 2
+            pos = start + buf[pos + 1]
+            result[key] = buf[start:pos].decode()
+        elif code == 0x54:
+            result[key] = _SMALLINT[buf[pos + 1]]
+            pos += 2
+        elif code == 0x40:
+            result[key] = None
+            pos += 1
+        elif code in _COMPOUND_CODES:
+            return None, 0
+        else:
+            result[key], pos = dec[code](buf, pos + 1, 1)
+    return (result, end) if pos == end else (None, 0)
+
+
+_FAST_BODY: Final = {0x75: frozenset({0xA0, 0xB0}), 0x76: _CODES["list"], 0x77: None}
+_widths = WIDTHS
+
+
 def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     """The view of a message that passed the door check; raises :class:`InvalidMessageError`.
 
-    One pass: the scan (layout: descriptors, order, section sizes) checks each
-    section but the body as it finds it.
+    One pass over the common encodings, scanning and checking at once; anything else,
+    and anything wrong, is left to ``_general``, which also says what is wrong.
+
+    Straight-line in §3.2's order, each section read only if its code comes next, so
+    an absent section costs one comparison and the order needs no bookkeeping; a
+    section out of order is left unread, and the message to the general path.
     """
     buf = data if type(data) is bytes else bytes(data)
+    n = len(buf)
+    if n < 4 or buf[0] or buf[1] != 0x53:
+        return _general(buf)  # not a section, or a descriptor other than smallulong
+    spans: list[tuple[int, int, int, int]] = []
+    offsets: dict[str, int] = {}
+    decoded: dict[str, Mapping[Any, Any] | None] = {}
+    entries: _Fast
+    code = buf[2]
+    pos = 0
+    try:
+        if code == 0x70:  # header
+            c = buf[3]
+            if c in {0x45, 0x40}:
+                end = 4
+                entries = {}
+            elif c == 0xC0:
+                size = buf[4]
+                end = 5 + size
+                if not size or end > n:
+                    return _general(buf)
+                entries = _fast_fields(buf, 6, end, buf[5], _HEADER_NAMES, _HEADER_CODES)
+                if entries is None:
+                    return _general(buf)
+            else:
+                return _general(buf)
+            offsets["header"] = 3
+            decoded["header"] = entries
+            spans.append((0x70, 0, 3, end))
+            pos = end
+            if pos < n:
+                if buf[pos] or buf[pos + 1] != 0x53:
+                    return _general(buf)
+                code = buf[pos + 2]
+        if code == 0x71:
+            value = pos + 3
+            entries, end = _fast_map(buf, value, n)
+            if entries is None:
+                return _general(buf)
+            offsets["delivery-annotations"] = value
+            decoded["delivery-annotations"] = entries
+            spans.append((0x71, pos, value, end))
+            pos = end
+            if pos < n:
+                if buf[pos] or buf[pos + 1] != 0x53:
+                    return _general(buf)
+                code = buf[pos + 2]
+        if code == 0x72:
+            value = pos + 3
+            entries, end = _fast_map(buf, value, n)
+            if entries is None:
+                return _general(buf)
+            offsets["message-annotations"] = value
+            decoded["message-annotations"] = entries
+            spans.append((0x72, pos, value, end))
+            pos = end
+            if pos < n:
+                if buf[pos] or buf[pos + 1] != 0x53:
+                    return _general(buf)
+                code = buf[pos + 2]
+        if code == 0x73:  # properties
+            value = pos + 3
+            c = buf[value]
+            if c == 0xC0:
+                size = buf[value + 1]
+                end = value + 2 + size
+                if not size or end > n:
+                    return _general(buf)
+                # _fast_fields inlined, for the fields nearly every message has
+                count = buf[value + 2]
+                p = value + 3
+                if count > _PROPERTIES_KNOWN or count > end - p:
+                    return _general(buf)
+                entries = {}
+                for i in range(count):
+                    c = buf[p]
+                    if c == 0x40:
+                        p += 1
+                        continue
+                    if c not in _PROPERTIES_CODES[i]:
+                        return _general(buf)
+                    if c == 0x53:
+                        entries[_PROPERTIES_NAMES[i]] = _SMALLULONG[buf[p + 1]]
+                        p += 2
+                    elif c == 0xA1:
+                        start = p + 2
+                        p = start + buf[p + 1]
+                        entries[_PROPERTIES_NAMES[i]] = buf[start:p].decode()
+                    elif c == 0xA3:
+                        start = p + 2
+                        p = start + buf[p + 1]
+                        entries[_PROPERTIES_NAMES[i]] = _str_new(
+                            symbol, buf[start:p].decode("ascii"))
+                    else:
+                        entries[_PROPERTIES_NAMES[i]], p = _decoders[c](buf, p + 1, 1)
+                if p != end:
+                    return _general(buf)
+            elif c in {0x45, 0x40}:
+                end = value + 1
+                entries = {}
+            else:
+                return _general(buf)
+            offsets["properties"] = value
+            decoded["properties"] = entries
+            spans.append((0x73, pos, value, end))
+            pos = end
+            if pos < n:
+                if buf[pos] or buf[pos + 1] != 0x53:
+                    return _general(buf)
+                code = buf[pos + 2]
+        if code == 0x74:  # application-properties, inline: the section filters read
+            value = pos + 3
+            c = buf[value]
+            if c == 0xD1:
+                size, count = _u32x2(buf, value + 1)
+                p = value + 9
+                end = value + 5 + size
+            elif c == 0xC1:
+                size = buf[value + 1]
+                count = buf[value + 2]
+                p = value + 3
+                end = value + 2 + size
+            elif c == 0x40:
+                count = 0
+                p = end = value + 1
+            else:
+                return _general(buf)
+            if count & 1 or end > n or end < p or count > end - p:
+                return _general(buf)
+            entries = {}
+            for _ in range(count >> 1):
+                if buf[p] != 0xA1:
+                    return _general(buf)
+                start = p + 2
+                p = start + buf[p + 1]
+                key = buf[start:p].decode()
+                c = buf[p]
+                if c == 0xA1:
+                    start = p + 2
+                    p = start + buf[p + 1]
+                    entries[key] = buf[start:p].decode()
+                elif c == 0x54:
+                    entries[key] = _SMALLINT[buf[p + 1]]
+                    p += 2
+                elif c == 0x40:
+                    entries[key] = None
+                    p += 1
+                elif c in _COMPOUND_CODES:
+                    return _general(buf)
+                else:
+                    entries[key], p = _decoders[c](buf, p + 1, 1)
+            if p != end:
+                return _general(buf)
+            offsets["application-properties"] = value
+            decoded["application-properties"] = entries
+            spans.append((0x74, pos, value, end))
+            pos = end
+            if pos < n:
+                if buf[pos] or buf[pos + 1] != 0x53:
+                    return _general(buf)
+                code = buf[pos + 2]
+        body_offset = body_end = pos
+        while pos < n and 0x75 <= code <= 0x77:  # body sections: stepped over
+            value = pos + 3
+            c = buf[value]
+            if code == 0x75:
+                if c == 0xA0:
+                    end = value + 2 + buf[value + 1]
+                elif c == 0xB0:
+                    end = value + 5 + _u32(buf, value + 1)[0]
+                else:
+                    return _general(buf)
+            else:
+                allowed = _FAST_BODY[code]
+                if allowed is not None and c not in allowed:
+                    return _general(buf)
+                width = _widths[c]
+                if width == -1:
+                    end = value + 2 + buf[value + 1]
+                elif width == -4:
+                    end = value + 5 + _u32(buf, value + 1)[0]
+                elif width >= 0:
+                    end = value + 1 + width
+                else:
+                    end = skip_value(buf, value)
+            if end > n:
+                return _general(buf)
+            spans.append((code, pos, value, end))
+            pos = body_end = end
+            if pos < n:
+                if buf[pos] or buf[pos + 1] != 0x53:
+                    return _general(buf)
+                code = buf[pos + 2]
+        if pos < n and code == 0x78:  # footer
+            value = pos + 3
+            entries, end = _fast_map(buf, value, n)
+            if entries is None:
+                return _general(buf)
+            offsets["footer"] = value
+            decoded["footer"] = entries
+            spans.append((0x78, pos, value, end))
+            pos = end
+    except InvalidMessageError:
+        raise  # from _general, called above
+    except (ValueError, IndexError, struct.error):  # DecodeError, UnicodeDecodeError too
+        return _general(buf)
+    if pos < n:  # a section out of order, repeated, unknown, or not read here
+        return _general(buf)
+    view = _new_view(RawMessageView)
+    view.data = buf
+    view._raw = spans
+    view._offsets = offsets
+    view.body_offset = body_offset
+    view.body_end = body_end
+    view._decoded = decoded
+    return view
+
+
+_new_view = object.__new__
+
+
+def _general(buf: bytes) -> RawMessageView:
+    """The door check of a message outside the common encodings (or a bad one): the scan
+    (layout: descriptors, order, section sizes) checking each section but the body as it
+    finds it, and saying what is wrong."""
     if not buf:
         raise InvalidMessageError(LAYOUT, "no sections at all", 0)
     try:
