@@ -480,6 +480,8 @@ _ARRAY_TYPES: Final[dict[int, int]] = {
     0xF0: Data.ARRAY,
 }
 _ZERO_WIDTH: Final = frozenset({0x40, 0x41, 0x42, 0x43, 0x44, 0x45})
+_ZERO_WIDTH_FEW: Final = 16
+"""Zero-width array elements always allowed, however short the buffer."""
 
 
 def _array_items(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[Any, int]:
@@ -501,8 +503,9 @@ def _array_items(buf: bytes, pos: int, end: int, count: int, depth: int) -> tupl
     if element_type is None:
         raise DecodeError(f"format code 0x{code:02x} cannot construct array elements", pos - 1)
     # Each element takes at least one byte, except the zero-width ones: those are
-    # bounded by the buffer length so that a lying count cannot exhaust memory.
-    room = len(buf) if code in _ZERO_WIDTH else end - pos
+    # bounded by the buffer length (or a few, for a tiny buffer holding just the
+    # array: five nulls encode in four bytes) so that a lying count cannot exhaust memory.
+    room = max(len(buf), _ZERO_WIDTH_FEW) if code in _ZERO_WIDTH else end - pos
     if count > room:
         raise DecodeError(f"array count {count} cannot fit in {end - pos} bytes", pos)
     dec = _DECODERS[code]

@@ -547,3 +547,16 @@ def test_we_decode_what_proton_encodes(value: Any) -> None:
 @pytest.mark.parametrize("value", INTEROP, ids=[repr(v)[:40] for v in INTEROP])
 def test_proton_decodes_what_we_encode(value: Any) -> None:
     assert same(proton_decode(encode_value(value)), value)
+
+
+def test_an_array_of_nulls_alone_in_its_buffer_decodes() -> None:
+    """Five nulls encode in four bytes (found by hypothesis): the bound on zero-width elements
+    that keeps a lying count from exhausting memory still lets a few through."""
+    from proton import UNDESCRIBED, Array, Data
+
+    encoded = encode_value(Array(UNDESCRIBED, Data.NULL, None, None, None, None, None))
+    assert len(encoded) == 4
+    decoded, end = decode_value(encoded)
+    assert end == 4 and list(decoded.elements) == [None] * 5
+    with pytest.raises(DecodeError):
+        decode_value(b"\xe0\x02\xff\x40")  # 255 nulls claimed in four bytes: refused
