@@ -99,8 +99,9 @@ class Queue(Node):
         self.browse_matcher: NodeMatcher[Outlet] = NodeMatcher()
         """The browsers' filter sets, indexed (browsers take nothing: each candidate looks)."""
         self._browsers_filtered = 0
+        """Browsers with filters: below :data:`MATCHER_FROM`, every browser scans."""
         self._filtered = 0
-        """Outlets with filters: with none, messages skip the matcher (plain round robin)."""
+        """Consumers with filters: below :data:`MATCHER_FROM`, messages skip the matcher."""
         self._dispatching = False
         self._again = False
         self._owner: Node = owner if owner is not None else self
@@ -271,6 +272,9 @@ class Queue(Node):
             self.dispatch()
             return
         candidates = cast("tuple[Outlet, ...]", entry.candidates)  # this queue's, from its matcher
+        if self._attaches > entry.epoch:  # a message come back: consumers attached since it
+            epoch = entry.epoch          # arrived were not indexed for it, so they look too
+            candidates = (*candidates, *(c for c in self.consumers if c.order > epoch))
         served = self._served
         turn = [c for c in candidates if c.order > served]  # round robin: after the last served
         turn += [c for c in candidates if c.order <= served]
@@ -294,7 +298,8 @@ class Queue(Node):
             else:
                 said_no.add(consumer)
         if said_no:  # each consumer evaluates each message once: its scans skip it now
-            entry.candidates = tuple(c for c in candidates if c not in said_no)
+            entry.candidates = tuple(c for c in candidates
+                                     if c not in said_no and c.order <= entry.epoch)
         for consumer in retry:
             if entry.owner is None:
                 self.dispatch_to(consumer)

@@ -270,3 +270,22 @@ def test_idle_filtered_browsers_are_never_evaluated() -> None:
     late.credit = 100
     queue.dispatch_to(late)  # type: ignore[arg-type]
     assert numbers(late) == list(range(1, 20, 2))
+
+
+def test_a_returned_message_goes_to_a_consumer_that_attached_after_it_arrived() -> None:
+    """The matcher named the message's candidates when it arrived; a consumer attached later
+    was not among them, yet must be offered the message when it comes back, at once."""
+    queue = Queue("q", LIMITS)
+    for k in range(MATCHER_FROM):
+        Stand(queue, f"region = 'never-{k}'")
+    first = Stand(queue, "region = 'a'", settle=False)
+    queue.publish(region_message("a", 7))
+    entry = first.got[0]
+    late = Stand(queue, "region = 'a'")  # has credit, scanned already: the entry was taken
+    queue.dispatch_to(late)  # type: ignore[arg-type]
+    assert not late.got
+    first.closed = True
+    queue.remove_consumer(first)  # type: ignore[arg-type]
+    queue.requeue(entry)
+    queue.dispatch_returned()
+    assert numbers(late) == [7]
