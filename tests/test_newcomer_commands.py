@@ -72,9 +72,9 @@ def help_flags(*program: str) -> frozenset[str]:
 def flags_and_program(argv: list[str]) -> tuple[tuple[str, ...], list[str]]:
     program = program_of(argv)
     rest = argv[2:] if argv[0].startswith("python") else argv[1:]
-    if program in WITH_SUBCOMMANDS:
-        sub = next(word for word in rest if not word.startswith("-") and "=" not in word
-                   and rest[rest.index(word) - 1] not in {"--master", "--conf"})
+    if program in WITH_SUBCOMMANDS:  # the first word that is neither a flag nor a flag's value
+        sub = next(word for i, word in enumerate(rest) if not word.startswith("-")
+                   and (i == 0 or rest[i - 1] not in {"--master", "--conf"}))
         return (program, sub), rest
     return (program,), rest
 

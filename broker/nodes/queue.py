@@ -310,14 +310,7 @@ class Queue(Node):
         Other consumers need nothing (by the invariant in the module docstring, a
         consumer with credit has already taken what it matches)."""
         if consumer.browse:
-            if self._dispatching:
-                self._again = True
-                return
-            self._dispatching = True
-            try:
-                self._dispatch_browsers([consumer])
-            finally:
-                self._dispatching = False
+            self._browse([consumer])
             return
         if self._dispatching:
             self._again = True
@@ -434,16 +427,20 @@ class Queue(Node):
         """A new message for the browsers: with many filtered ones, only the candidates the
         browse matcher names look (the others skip it, unevaluated, when they next scan)."""
         if self._browsers_filtered < MATCHER_FROM:
-            self.dispatch()
+            self._browse(self.browsers)  # the consumers have had their turn in put()
             return
         found = self.browse_matcher.candidates(entry.message)
         entry.browse_candidates = found
+        self._browse([b for b in found if b.credit > 0])
+
+    def _browse(self, browsers: list[Outlet]) -> None:
+        """Let these browsers scan, unless a dispatch is under way (it will look again)."""
         if self._dispatching:
             self._again = True
             return
         self._dispatching = True
         try:
-            self._dispatch_browsers([b for b in found if b.credit > 0])
+            self._dispatch_browsers(browsers)
         finally:
             self._dispatching = False
 
