@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proton import Data, Described, Message, Timeout, symbol, ubyte
+from proton import Data, Described, Message, Timeout, symbol, ubyte, ulong
 from proton.reactor import Filter
 from proton.utils import BlockingConnection, BlockingReceiver, LinkDetached
 
@@ -188,7 +188,7 @@ def test_attach_reply_echoes_the_filters_in_place(connection: BlockingConnection
         _sql("region = 'US'"), Described(symbol("amqp:true-filter"), False)]), [0, 1, 2]),
     ("§5.2 false-filter", Described(symbol("amqp:false-filter"), True), []),
     ("apache JMS selector (numeric descriptor)",
-     Described(0x0000468C00000004, "JMSPriority > 4 AND region = 'US'"), [0, 2]),
+     Described(ulong(0x0000468C00000004), "JMSPriority > 4 AND region = 'US'"), [0, 2]),
     ("apache legacy topic binding",
      Described(symbol("apache.org:legacy-amqp-topic-binding:string"), "order.*"), [1, 2]),
 ])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from proton import Described, symbol
+from proton import Described, symbol, ulong
 
 from filtex_proton.amqp.types import amqp_type_name
 from filtex_proton.amqp.view import Section
@@ -170,16 +170,30 @@ def _at(stack: Sequence[_Pending], error: FilterError) -> FilterError:
                        key=error.key, descriptor=error.descriptor, limit=error.limit)
 
 
+def _reserved_descriptor(descriptor: Any) -> FilterError:
+    """AMQP 1.0 part 1 §1.5: a descriptor is a symbol or a ulong; every other type is reserved,
+    so a string is not read as the symbol it spells nor a long or uint as the code it holds."""
+    kind = amqp_type_name(descriptor)
+    hint = ""
+    if isinstance(descriptor, str):
+        spelled = repr(describe_descriptor(descriptor))
+    elif isinstance(descriptor, int) and not isinstance(descriptor, bool):
+        spelled = f"0x{int(descriptor):016x}"
+        hint = f" (send ulong(0x{int(descriptor):016X}); a plain Python int encodes as a long)"
+    else:
+        spelled = f"of type {kind}"
+    return FilterError(
+        f"the descriptor {spelled} is a {kind}; AMQP 1.0 part 1 §1.5 reserves every descriptor "
+        f"type but symbol and ulong{hint}")
+
+
 def _start(value: Any, limits: Limits, stack: list[_Pending]) -> Filter | None:
     """Decode a leaf, or push a group whose members come next (then ``None``)."""
     try:
         if not isinstance(value, Described):
             raise FilterError(f"expected a described filter, not a {amqp_type_name(value)}")
-        if isinstance(value.descriptor, str) and not isinstance(value.descriptor, symbol):
-            raise FilterError(
-                f"the descriptor {describe_descriptor(value.descriptor)!r} is a string; "
-                "AMQP 1.0 part 1 §1.5 reserves every descriptor but a symbol or a ulong, so "
-                "a string is not read as the symbol it spells")
+        if not isinstance(value.descriptor, (symbol, ulong)):
+            raise _reserved_descriptor(value.descriptor)
         filter_type = lookup(value.descriptor)
         if filter_type is None:
             raise FilterError(f"unknown filter type {describe_descriptor(value.descriptor)}")

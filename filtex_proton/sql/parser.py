@@ -192,7 +192,7 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
                 f"0-9 and A-F (§6.4.4.2.6); write {_shorten('0x' + digits.rstrip('lL').upper())}",
                 position=_position(token))
         if self.dialect.hex_literals == "integer":
-            return ast.Literal(_integer_constant(digits, 16, token), pos=_position(token))
+            return ast.Literal(_java_long(digits, 16, token), pos=_position(token))
         if len(digits) % 2:
             raise FilterError(
                 f"binary constant {_shorten(str(token))} needs pairs of hex digits (§6.4.4.2.6)",
@@ -350,6 +350,22 @@ def _integer_constant(digits: str, base: int, token: Token) -> int:
     return ulong(value) if value > 2**63 - 1 else value
 
 
+def _java_long(digits: str, base: int, token: Token) -> int:
+    """A hexadecimal or octal JMS literal: at most 2^63-1.
+
+    Java reads ``0xFFFFFFFFFFFFFFFFL`` as -1 (two's complement) while Artemis and ActiveMQ
+    (``Long.parseLong``) refuse it: a selector that means two things is refused here too.
+    """
+    value = _integer_constant(digits, base, token)
+    if value > 2**63 - 1:
+        raise FilterError(
+            f"integer {_shorten(str(token))} is above 2^63-1, the largest hexadecimal or octal "
+            "selector literal (JMS §3.8.1.1: Java would read it as a negative long, Artemis and "
+            "ActiveMQ refuse it); write the value in decimal",
+            position=_position(token))
+    return value
+
+
 def _java_number(text: str, token: Token) -> int | float:
     """A Java integer or floating-point literal, as JMS §3.8.1.1 says selectors write them.
 
@@ -366,7 +382,7 @@ def _java_number(text: str, token: Token) -> int | float:
                     f"integer {_shorten(text)}: a leading 0 makes a Java integer literal octal "
                     "(JMS §3.8.1.1), and 8 and 9 are not octal digits",
                     position=_position(token))
-            return _integer_constant(body, 8, token)
+            return _java_long(body, 8, token)
         return _integer_constant(body, 10, token)
     if suffix in ("l", "L"):
         raise FilterError(f"number {_shorten(text)}: 'L' marks an integer, and this has a "

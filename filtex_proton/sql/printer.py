@@ -66,6 +66,10 @@ def _literal(value: Any, dialect: Dialect) -> str:
             return "INF" if value > 0 else "(-INF)"
         text = repr(abs(value))
         mantissa, _, exponent = text.partition("e")
+        if exponent.startswith("-") and dialect.lexicon == "sql":
+            # §6.4.4.2.3's exponent is unsigned: shift the point instead (exact, as repr is
+            # the shortest text that reads back as this double).
+            mantissa, exponent = format(Decimal(text), "f"), "0"
         if "." not in mantissa:
             mantissa += ".0"
         body = f"{mantissa}E{int(exponent or 0)}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from proton import Described, symbol
+from proton import Described, symbol, ulong
 
 from filtex_proton.amqp.view import DictMessageView, MessageView
 from filtex_proton.filters.base import EvaluationContext, FilterBase
@@ -14,8 +14,10 @@ from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 
 def described(descriptor: str | int, value: Any) -> Described:
-    """A described filter; a str descriptor becomes a symbol (ints stay as given)."""
-    return Described(symbol(descriptor) if isinstance(descriptor, str) else descriptor, value)
+    """A described filter; a str descriptor becomes a symbol, an int a ulong (AMQP 1.0 part 1
+    §1.5: the two descriptor types)."""
+    return Described(symbol(descriptor) if isinstance(descriptor, str) else ulong(descriptor),
+                     value)
 
 
 def evaluate(filter_value: Described, view: MessageView | None = None,

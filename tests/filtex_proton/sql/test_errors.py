@@ -138,6 +138,14 @@ MISTAKES = [
     ("JMS §3.8.1.1 8 is no octal digit", "x = 08", J,
      "integer 08: a leading 0 makes a Java integer literal octal (JMS §3.8.1.1), and 8 and 9 "
      "are not octal digits", 1, 5, "    ^"),
+    ("JMS §3.8.1.1 a hexadecimal literal beyond a Java long", "x = 0xFFFFFFFFFFFFFFFFL", J,
+     "integer 0xFFFFFFFFFFFFFFFFL is above 2^63-1, the largest hexadecimal or octal selector "
+     "literal (JMS §3.8.1.1: Java would read it as a negative long, Artemis and ActiveMQ refuse "
+     "it); write the value in decimal", 1, 5, "    ^"),
+    ("JMS §3.8.1.1 an octal literal beyond a Java long", "x = 01000000000000000000000", J,
+     "integer 01000000000000000000000 is above 2^63-1, the largest hexadecimal or octal "
+     "selector literal (JMS §3.8.1.1: Java would read it as a negative long, Artemis and "
+     "ActiveMQ refuse it); write the value in decimal", 1, 5, "    ^"),
     ("§6.4.2.2 dangling AND", "a = 1 AND", A,
      "syntax error: unexpected end of expression; expected an expression", 1, 10,
      "         ^"),
