@@ -46,6 +46,7 @@ from filtex_proton.filterset import FilterSet, FilterStats, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
+    "RECENT_REFUSALS",
     "DecodeError",
     "FilterMessage",
     "FilterSet",
@@ -54,7 +55,6 @@ __all__ = [
     "InvalidMessageError",
     "LinkFilter",
     "PluginStats",
-    "RECENT_REFUSALS",
     "Refusal",
     "validate_message",
 ]
