@@ -245,7 +245,7 @@ def test_relay_mode_shows_the_upstream_and_what_was_pushed_down(
 
 
 def test_beyond_loopback_without_tls_and_users_refuses_to_start(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="beyond loopback.*--tls-cert, --tls-key, --users"):
+    with pytest.raises(ConfigError, match=r"beyond loopback.*--tls-cert, --tls-key, --users"):
         load_config(["--console", "0.0.0.0:0"], env={})
     with pytest.raises(ConfigError, match="beyond loopback"):
         load_config([], env={"FILTEX_CONSOLE": "0.0.0.0:8443"})
@@ -266,7 +266,8 @@ def test_a_users_file_without_an_admin_refuses_to_start(tmp_path: Path, certs: C
 
 
 @pytest.fixture
-def secured(broker_factory: BrokerFactory, tmp_path: Path, certs: Certs) -> tuple[str, ssl.SSLContext]:
+def secured(broker_factory: BrokerFactory, tmp_path: Path,
+            certs: Certs) -> tuple[str, ssl.SSLContext]:
     users = write_users(tmp_path / "users.toml")
     config = load_config(["--console", "127.0.0.1:0", "--tls-cert", str(certs.server.cert),
                           "--tls-key", str(certs.server.key), "--users", str(users)], env={})
