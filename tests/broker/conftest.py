@@ -15,6 +15,15 @@ from broker.server import Broker
 from .broker_clients import HIGH_DESCRIPTORS, BrokerFactory, DiskFull, RunningBroker
 
 
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keep each phase's report on the test item (the browser fixture saves a screenshot
+    when the test itself failed)."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
 @pytest.fixture
 def broker_factory() -> Iterator[BrokerFactory]:
     """Start brokers with config overrides; all are stopped (and must stop) at teardown."""

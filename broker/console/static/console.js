@@ -78,14 +78,16 @@ function renderLinks(state, seconds) {
       const oldCounters = old.counters || {};
       const filters = link.filtered
         ? el("div", {}, ...link.filters.map((f) => el("div", { class: "filter" },
-            el("code", {}, f.key), " ", el("span", { class: "muted" }, f.type), ": ",
+            el("code", {}, f.key), " ", el("span", { class: "muted" }, f.type), el("br"),
             el("code", { "data-normalised": f.key }, formatJson(f.normalised)))))
         : el("span", { class: "muted" }, "unfiltered");
       return el("tr", { "data-link": link.id, "data-link-name": link.name },
-        el("td", {}, link.name + (link.attached ? "" : " (detached)")), el("td", {}, link.peer),
+        el("td", {}, link.name + (link.attached ? "" : " (detached)")),
+        el("td", { class: "peer" }, link.peer),
         el("td", {}, link.role + (link.durable ? ", durable" : "")),
         num(link.credit), num(link.sent, { "data-counter": "sent" }),
-        num(rate(link.sent, old.sent, seconds)), num(link.unsettled), el("td", {}, filters),
+        num(rate(link.sent, old.sent, seconds)), num(link.unsettled),
+        el("td", { class: "filters" }, filters),
         ...COUNTERS.map((c) => num(counters[c], { "data-counter": c })),
         num(rate(counters.evaluated, oldCounters.evaluated, seconds)),
         el("td", {}, link.pushed_down ? el("code", {}, link.pushed_down) : ""));
