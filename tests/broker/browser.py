@@ -6,11 +6,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("FILTEX_ARTIFACTS", REPO / "tmp" / "artifacts"))
@@ -47,23 +45,9 @@ def start_chrome(width: int = 1400, height: int = 1000) -> Any:
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
 
 
-@pytest.fixture
-def chrome(request: pytest.FixtureRequest) -> Iterator[Any]:
-    """The browser; if the test failed, its screenshot is saved before the browser goes."""
-    reason = chromium_missing()
-    if reason is not None:
-        pytest.skip(f"browser tests need Chromium and chromedriver: {reason}")
-    driver = start_chrome()
-    try:
-        yield driver
-    finally:
-        report = getattr(request.node, "report_call", None)
-        if report is not None and report.failed:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            name = re.sub(r"[^A-Za-z0-9_.-]+", "_", request.node.nodeid) + ".png"
-            driver.save_screenshot(str(ARTIFACTS / name))
-            print(f"screenshot of the failed browser test: {ARTIFACTS / name}")
-        driver.quit()
+def screenshot_name(nodeid: str) -> Path:
+    """Where a failed test's screenshot goes."""
+    return ARTIFACTS / (re.sub(r"[^A-Za-z0-9_.-]+", "_", nodeid) + ".png")
 
 
 def wait_until(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from .broker_clients import BrokerFactory, bodies, connect, message, refusal_of, send, sql
-from .browser import chrome, wait_until  # noqa: F401  (the fixture)
+from .browser import wait_until
 from .console_clients import Traffic, with_traffic
 
 pytest.importorskip("aiohttp")
