@@ -64,6 +64,7 @@ function renderLinks(state, seconds) {
     for (const link of node.links) before.set(link.id, link);
   }
   const container = document.getElementById("links");
+  const relay = Boolean(state.upstream);
   const blocks = [];
   for (const node of state.nodes) {
     if (!node.links.length) continue;
@@ -71,7 +72,7 @@ function renderLinks(state, seconds) {
       el("th", {}, "credit"), el("th", {}, "sent"), el("th", {}, "sent/s"),
       el("th", {}, "unsettled"), el("th", {}, "filters"),
       ...COUNTERS.map((c) => el("th", {}, c.replace("_", " "))), el("th", {}, "evaluated/s"),
-      el("th", {}, "pushed down"));
+      ...(relay ? [el("th", {}, "pushed down")] : []));
     const rows = node.links.map((link) => {
       const old = before.get(link.id) || {};
       const counters = link.counters || {};
@@ -83,14 +84,17 @@ function renderLinks(state, seconds) {
         : el("span", { class: "muted" }, "unfiltered");
       return el("tr", { "data-link": link.id, "data-link-name": link.name },
         el("td", {}, link.name + (link.attached ? "" : " (detached)")),
-        el("td", { class: "peer" }, link.peer),
+        el("td", { class: "peer", title: link.peer },
+           (link.connection === null ? "" : `#${link.connection} `) + link.peer.split("@").pop()),
         el("td", {}, link.role + (link.durable ? ", durable" : "")),
         num(link.credit), num(link.sent, { "data-counter": "sent" }),
         num(rate(link.sent, old.sent, seconds)), num(link.unsettled),
         el("td", { class: "filters" }, filters),
         ...COUNTERS.map((c) => num(counters[c], { "data-counter": c })),
         num(rate(counters.evaluated, oldCounters.evaluated, seconds)),
-        el("td", {}, link.pushed_down ? el("code", {}, link.pushed_down) : ""));
+        ...(relay ? [el("td", {}, link.pushed_down ? el("code", {}, link.pushed_down)
+                                                    : el("span", { class: "muted" }, "nothing"))]
+                  : []));
     });
     blocks.push(el("h3", {}, `${node.kind} ${node.name}`),
                 el("table", { "data-links-of": node.name }, el("thead", {}, head),
