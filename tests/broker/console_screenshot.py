@@ -1,37 +1,36 @@
 """Make docs/console.png: a real broker with a few nodes and filtered links, its console page
 in headless Chromium (selenium; ``apt-get install chromium chromium-driver``), one filter
-tested, and a screenshot of the whole page.
+tested, and a screenshot of the whole page. From the repository root:
 
-    python examples/console_screenshot.py [OUTPUT.png]
+    python -m tests.broker.console_screenshot [OUTPUT.png]
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
-from proton import Data, Described, Message, symbol
-from proton.reactor import Filter, LinkOption
+from proton import Described, Message, symbol
+from proton.reactor import Filter
 from proton.utils import BlockingConnection
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from broker.server import Broker
 from broker.settings import BrokerConfig
 
-REPO = Path(__file__).resolve().parent.parent
+from .broker_clients import TopicOption, filters
+from .browser import start_chrome
+
+REPO = Path(__file__).resolve().parents[2]
 WIDTH = 1360
 
 
 def sql(key: str, text: str, descriptor: str = "amqp:sql-filter") -> Filter:
-    return Filter({symbol(key): Described(symbol(descriptor), text)})
+    return filters({key: Described(symbol(descriptor), text)})
 
 
 def main() -> int:
@@ -49,9 +48,9 @@ def main() -> int:
                              options=sql("big", "amount > 100 AND header.priority >= 4"),
                              credit=0)
         audit = BlockingConnection(f"{host}:{port}")
-        audit.create_receiver("prices", name="all-prices", options=_topic())
+        audit.create_receiver("prices", name="all-prices", options=TopicOption())
         audit.create_receiver("prices", name="fx-prices",
-                              options=[_topic(), sql("fx", "symbol LIKE 'EUR%'",
+                              options=[TopicOption(), sql("fx", "symbol LIKE 'EUR%'",
                                                      "apache.org:selector-filter:string")])
         sender = shop.create_sender("orders")
         for index, (region, amount) in enumerate([("eu-west", 40), ("us-east", 250),
@@ -59,7 +58,7 @@ def main() -> int:
                                                   ("eu-west", 75)]):
             sender.send(Message(body=f"order {index}", priority=5,
                                 properties={"region": region, "amount": amount}))
-        prices = shop.create_sender("prices", options=_topic())
+        prices = shop.create_sender("prices", options=TopicOption())
         for name in ("EURUSD", "GBPUSD", "EURJPY", "AAPL"):
             prices.send(Message(body=name, properties={"symbol": name}))
         eu.flow(1)
@@ -70,7 +69,7 @@ def main() -> int:
         time.sleep(1.5)  # two polls: the rates have something to compare
         console = broker.console
         assert console is not None
-        driver = _chrome()
+        driver = start_chrome(WIDTH, 900)
         try:
             driver.get(console.url)
             wait = WebDriverWait(driver, 20)
@@ -99,30 +98,6 @@ def main() -> int:
         broker.stop()
     print(f"wrote {output} ({output.stat().st_size} bytes)")
     return 0
-
-
-class _Topic(LinkOption):  # type: ignore[misc]
-    """The Qpid JMS node capability: this address is a topic."""
-
-    def apply(self, link: Any) -> None:
-        terminus = link.source if link.is_receiver else link.target
-        terminus.capabilities.put_array(False, Data.SYMBOL)
-        terminus.capabilities.enter()
-        terminus.capabilities.put_symbol("topic")
-        terminus.capabilities.exit()
-
-
-def _topic() -> _Topic:
-    return _Topic()
-
-
-def _chrome() -> webdriver.Chrome:
-    options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium") or "chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                     f"--window-size={WIDTH},900"):
-        options.add_argument(argument)
-    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
 
 
 if __name__ == "__main__":
