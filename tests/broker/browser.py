@@ -39,8 +39,8 @@ def start_chrome(width: int = 1400, height: int = 1000) -> Any:
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium() or "chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu",
-                     "--disable-dev-shm-usage", "--hide-scrollbars", f"--window-size={width},{height}"):
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                     "--disable-dev-shm-usage", f"--window-size={width},{height}"):
         options.add_argument(argument)
     return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=options)
 
