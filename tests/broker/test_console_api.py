@@ -220,7 +220,8 @@ def test_calls_fail_once_the_broker_stopped(broker_factory: BrokerFactory) -> No
 def test_relay_mode_shows_the_upstream_and_what_was_pushed_down(
         broker_factory: BrokerFactory) -> None:
     upstream = broker_factory()
-    relay = broker_factory(upstream=f"amqp://{upstream.url}", console="127.0.0.1:0")
+    relay = broker_factory(upstream=f"amqp://{upstream.url}", console="127.0.0.1:0",
+                           upstream_selector="always")
     connection = connect(relay.url)
     connection.create_receiver("orders", name="relayed", options=sql("color = 'red'"))
 
@@ -234,10 +235,9 @@ def test_relay_mode_shows_the_upstream_and_what_was_pushed_down(
     (node,) = state["nodes"]
     (link,) = node["links"]
     assert (node["name"], link["name"], link["filtered"]) == ("orders", "relayed", True)
-    if state["upstream"]["pushdown"]:
-        assert link["pushed_down"] == "color = 'red'"
-    else:
-        assert link["pushed_down"] is None
+    assert state["upstream"]["pushdown"] is True
+    assert link["pushed_down"] == "color = 'red'"
+    assert state["upstream"]["product"] == "filtex-broker"
     connection.close()
 
 
