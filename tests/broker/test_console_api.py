@@ -3,8 +3,10 @@ the security rules (docs/CONSOLE.md). Real brokers, real Proton clients, real HT
 
 from __future__ import annotations
 
+import os
 import ssl
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -325,3 +327,29 @@ def test_the_console_changes_nothing(traffic: Traffic) -> None:
     assert after == before
     links = node_of(api(traffic.running, "/api/overview"), "orders")["links"]
     assert all(link["counters"]["evaluated"] == 0 for link in links)  # no credit yet
+
+
+def test_with_metrics_too_the_in_counts_are_shared(broker_factory: BrokerFactory) -> None:
+    pytest.importorskip("prometheus_client")
+    traffic = with_traffic(broker_factory, metrics="127.0.0.1:0")
+    broker = traffic.running.broker
+    assert broker.metrics is not None and broker.messages_in is broker.metrics.messages_in
+    assert node_of(api(traffic.running, "/api/overview"), "orders")["in"] == 3
+
+
+def test_a_changed_users_file_applies_without_a_restart(
+        secured: tuple[str, ssl.SSLContext], tmp_path: Path) -> None:
+    url, context = secured
+    users = tmp_path / "users.toml"
+    assert request(url + "api/overview", auth=VIEWER, context=context).status == 403
+    users.write_text(users.read_text().replace('receive = ["#"]', 'receive = ["#"]\nadmin = true'))
+    os.utime(users, (time.time() + 5, time.time() + 5))  # a new mtime, whatever the clock
+    assert request(url + "api/overview", auth=VIEWER, context=context).status == 200
+
+
+def test_browser_tests_say_why_they_skip(monkeypatch: pytest.MonkeyPatch) -> None:
+    from . import browser
+
+    monkeypatch.setattr(browser.shutil, "which", lambda name: None)
+    reason = browser.chromium_missing()
+    assert reason is not None and "Chromium is not installed" in reason
