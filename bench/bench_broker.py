@@ -1,7 +1,8 @@
 """Throughput of a running filtex-broker on a one-queue workload, with and without filters.
 
     python bench/bench_broker.py [--messages 200000] [--runs 3] [--profile DIR]
-        [--durable DIR] [--archive DIR] [--metrics]    # variants, each against "in memory"
+        [--durable DIR] [--archive DIR] [--metrics] [--console]
+                                                       # variants, each against "in memory"
 
 Starts ``python -m broker`` on an ephemeral port, then for each scenario
 attaches the consumers, sends the messages from one producer and measures the
@@ -22,7 +23,9 @@ libqpid-proton; on Debian
 ``apt-get install libqpid-proton11-dev``) in separate processes, so that it is
 not the bottleneck; the ratio column compares each scenario with the
 unfiltered baseline measured in the same run. ``--profile DIR`` also records
-the broker with py-spy (``pip install py-spy``) during each scenario.
+the broker with py-spy (``pip install py-spy``) during each scenario. ``--console`` runs
+the broker with the management console on and a client polling its overview the way the
+open page does (every second; ``--console-poll``), to measure what an open page costs.
 """
 
 from __future__ import annotations
@@ -30,14 +33,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -339,6 +346,45 @@ class Variant:
 
     name: str
     flags: tuple[str, ...]
+    console_poll: float = 0.0
+    """``--console``: seconds between two polls of the console's overview (0: no console)."""
+
+
+def free_port() -> int:
+    """A port nobody listens on now (the console's, so that the poller knows where to go)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+class ConsolePoller:
+    """Polls ``/api/overview`` like the open console page, until stopped; counts its polls."""
+
+    def __init__(self, url: str, every: float) -> None:
+        self.url = url
+        self.every = every
+        self.polls = 0
+        self.failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> ConsolePoller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                with urllib.request.urlopen(self.url, timeout=10) as response:
+                    json.load(response)
+                self.polls += 1
+            except (OSError, ValueError):
+                self.failures += 1
+            self._stop.wait(self.every)
 
 
 def variants(args: argparse.Namespace) -> list[Variant]:
@@ -351,6 +397,9 @@ def variants(args: argparse.Namespace) -> list[Variant]:
                                             str(args.archive_pending))))
     if args.metrics:
         chosen.append(Variant("--metrics", ("--metrics", "127.0.0.1:0")))
+    if args.console:
+        chosen.append(Variant("--console", ("--console", "127.0.0.1:{port}"),
+                              console_poll=args.console_poll))
     return chosen
 
 
@@ -363,6 +412,8 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
         directory = Path(flags[1]) / f"run{run}"
         shutil.rmtree(directory, ignore_errors=True)
         flags = ("--data-dir", str(directory))
+    console_port = free_port() if variant.console_poll else 0
+    flags = tuple(flag.format(port=console_port) for flag in flags)
     with tempfile.TemporaryDirectory() as tmp:
         broker, port = start_broker(Path(tmp), *flags)
         try:
@@ -370,8 +421,15 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
                 queue = f"bench-{run}-{scenario.name.replace(' ', '-')}"
                 profile = args.profile if run == 0 and variant.name == "in memory" else None
                 before = cpu_seconds(broker.pid)
-                rate = run_scenario(loadgen, port, scenario, args.messages, queue, profile,
-                                    broker.pid)
+                poller = (ConsolePoller(f"http://127.0.0.1:{console_port}/api/overview",
+                                        variant.console_poll)
+                          if variant.console_poll else contextlib.nullcontext())
+                with poller:
+                    rate = run_scenario(loadgen, port, scenario, args.messages, queue,
+                                        profile, broker.pid)
+                if isinstance(poller, ConsolePoller) and not poller.polls:
+                    sys.exit(f"bench: the console was never polled ({poller.failures} "
+                             "failures)")
                 key = (variant.name, scenario.name)
                 cpu[key].append((cpu_seconds(broker.pid) - before) / args.messages * 1e6)
                 results[key].append(rate)
@@ -386,7 +444,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         epilog="example: python bench/bench_broker.py --messages 100000 --runs 3 "
-        "--durable /var/tmp/bench-store --archive /var/tmp/bench-archive --metrics",
+        "--durable /var/tmp/bench-store --archive /var/tmp/bench-archive --metrics --console",
     )
     parser.add_argument("--messages", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3, help="runs per scenario (median reported)")
@@ -403,6 +461,11 @@ def main() -> int:
     parser.add_argument("--metrics", action="store_true",
                         help="also run the broker with --metrics 127.0.0.1:0 (Prometheus "
                         "counters, sampled evaluation latency) to measure what they cost")
+    parser.add_argument("--console", action="store_true",
+                        help="also run the broker with --console and a client polling its "
+                        "overview as the open page does, to measure what an open page costs")
+    parser.add_argument("--console-poll", type=float, default=1.0, metavar="SECONDS",
+                        help="with --console: seconds between two polls (the page: 1)")
     args = parser.parse_args()
     loadgen = build_loadgen()
     if args.profile is not None:

@@ -91,6 +91,9 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "evaluation_error_action": (str, "above that rate: log, or close the connection"),
     "evaluation_error_interval": (float, "seconds per evaluation error window and log line"),
     "metrics": (str, "serve Prometheus metrics on HOST:PORT ('' = off)"),
+    "console": (str, "serve the management console (a web page and its JSON API) on "
+                "HOST:PORT ('' = off); beyond loopback it needs --tls-cert, --tls-key and "
+                "--users with an admin user (docs/CONSOLE.md)"),
     "listen_tls": (str, "TLS listeners: HOST:PORT[,HOST:PORT...] (needs --tls-cert/--tls-key)"),
     "tls_cert": (str, "PEM server certificate (chain) for the TLS listeners"),
     "tls_key": (str, "PEM private key of --tls-cert"),
@@ -329,6 +332,10 @@ def _validate(config: BrokerConfig) -> None:
         if importlib.util.find_spec("prometheus_client") is None:
             raise ConfigError("metrics need prometheus-client: "
                               "pip install 'filtex-proton[metrics]'")
+    if config.console:
+        from broker.console.rules import validate_console
+
+        validate_console(config)
     if config.archive_nodes and not config.archive:
         raise ConfigError("archive_nodes needs archive (the directory to archive to)")
     if config.data_dir is not None and config.upstream:

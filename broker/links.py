@@ -12,6 +12,9 @@ transactions) use the same wire pattern with their own condition.
 from __future__ import annotations
 
 import logging
+import time
+from collections import deque
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 from proton import Link, Receiver, Sender, Terminus
@@ -36,7 +39,7 @@ from broker.security.access import (
 from broker.security.permissions import Principal
 from broker.settings import BrokerConfig
 from broker.terminus import TerminusRequest, read_terminus, refuse
-from filtex_proton.plugin import FilterMessage, FiltexPlugin
+from filtex_proton.plugin import RECENT_REFUSALS, FilterMessage, FiltexPlugin, Refusal
 
 if TYPE_CHECKING:
     from broker.metrics import BrokerMetrics
@@ -65,11 +68,18 @@ class LinkManager:
         """``--archive``: set by the broker once the archive is open."""
         self.metrics: BrokerMetrics | None = None
         """``--metrics``: set by the broker; told of consumers and stored messages."""
+        self.count_in: Callable[[Node], None] | None = None
+        """``--metrics`` or ``--console``: told of every message a producer stores."""
         self.refusals: dict[str, int] = {}
         """The broker's own refusals (not the plugin's filter refusals), by condition."""
+        self.recent_refusals: deque[Refusal] = deque(maxlen=RECENT_REFUSALS)
+        """The last of them, newest last (the console shows them with the plugin's)."""
 
     def _refuse(self, link: Link, condition: str, description: str) -> None:
         self.refusals[condition] = self.refusals.get(condition, 0) + 1
+        source = link.remote_source if isinstance(link, Sender) else link.remote_target
+        self.recent_refusals.append(
+            Refusal(time.time(), link.name, source.address, condition, description))
         refuse(link, condition, description)
 
     def _make_message(self, data: bytes, origin: object) -> FilterMessage:
@@ -243,8 +253,7 @@ class LinkManager:
         guard_relay(producer, request, principal)  # per-message ``to`` check (anonymous relay)
         if node is not None and request.dynamic:
             node.dynamic_owner = producer
-        if self.metrics is not None:
-            producer.counted = self.metrics.message_in
+        producer.counted = self.count_in
         producer.top_up()
         client.producers.append(producer)
         log.info("connection %d: producer %r attached to %s", client.origin, link.name,

@@ -54,16 +54,8 @@ class _Tracked:
 
 
 def ruled_out(consumer: Consumer) -> int:
-    """Messages the node matcher ruled out for the consumer's filters without evaluating them
-    (its node's index: the topic's for a subscription, else the queue's). They are filtered
-    out as surely as the ones evaluated to FALSE, so they count in filtered_out."""
-    subscription = consumer.subscription
-    try:
-        if subscription is not None:
-            return subscription.topic.matcher.ruled_out(subscription)
-        return consumer.queue.matcher.ruled_out(consumer)
-    except KeyError:  # no longer indexed: what it had when it left
-        return consumer.ruled_out
+    """Messages filtered out for the consumer without evaluation (``Consumer.ruled_out_now``)."""
+    return consumer.ruled_out_now()
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,9 +14,11 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Hashable
+from collections import deque
+from collections.abc import Callable, Hashable
+from concurrent.futures import Future
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from proton import Condition, Connection, Endpoint, Handler, Link, symbol
 from proton.reactor import Container
@@ -42,7 +44,9 @@ from filtex_proton.plugin import FiltexPlugin
 if TYPE_CHECKING:
     from proton import Event
 
+    from broker.console.server import ConsoleServer
     from broker.metrics import BrokerMetrics, BrokerSnapshot
+    from broker.nodes.node import Node
     from broker.store.log import Store
 
 __all__ = ["Broker"]
@@ -52,6 +56,7 @@ log = logging.getLogger("filtex.broker")
 ANONYMOUS_RELAY: Final = symbol("ANONYMOUS-RELAY")
 FORCED: Final = "amqp:connection:forced"
 RESOURCE_LIMIT_EXCEEDED: Final = "amqp:resource-limit-exceeded"
+T = TypeVar("T")
 
 
 class _Waker:
@@ -140,6 +145,16 @@ class Broker:
             self.metrics = BrokerMetrics(self.metrics_snapshot)
             self.plugin.link_filter_class = self.metrics.link_filter_class
             self.links.metrics = self.metrics
+        self.messages_in: dict[str, int] = self.metrics.messages_in if self.metrics else {}
+        """Messages stored per node (``--metrics`` and ``--console``; empty without both)."""
+        if self.metrics is not None:
+            self.links.count_in = self.metrics.message_in
+        elif config.console:
+            self.links.count_in = self._count_in
+        self.console: ConsoleServer | None = None
+        """``--console``: the management page and its JSON API (served once listening)."""
+        self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
+        """Work other threads asked the reactor thread to do (:meth:`submit`)."""
         self.clients: dict[int, ClientConnection] = {}
         self.addresses: list[tuple[str, int]] = []
         """The bound (host, port) of each listener, once :attr:`ready` is set."""
@@ -162,6 +177,45 @@ class Broker:
 
     # -- running ---------------------------------------------------------------------
 
+    def _count_in(self, node: Node) -> None:
+        """A producer stored a message in ``node`` (``--console`` without ``--metrics``)."""
+        counts = self.messages_in
+        counts[node.name] = counts.get(node.name, 0) + 1
+
+    def submit(self, work: Callable[[], T]) -> Future[T]:
+        """Run ``work`` on the reactor thread and hand back its result (any thread).
+
+        The console reads nodes and links this way, so it never races the broker. The
+        future fails with ``RuntimeError`` if the broker stops first.
+        """
+        future: Future[T] = Future()
+        if self._stopped:
+            future.set_exception(RuntimeError("the broker has stopped"))
+            return future
+        self._calls.append((work, future))  # deque.append is atomic
+        self._waker.wake()
+        return future
+
+    def call_on_reactor(self, work: Callable[[], T], timeout: float = 10.0) -> T:
+        """:meth:`submit` and wait (``TimeoutError`` after ``timeout`` seconds)."""
+        return self.submit(work).result(timeout)
+
+    def _run_calls(self) -> None:
+        calls = self._calls
+        while calls:
+            work, future = calls.popleft()
+            if not future.set_running_or_notify_cancel():
+                continue  # the caller gave up
+            try:
+                future.set_result(work())
+            except BaseException as exc:  # handed to the caller, never lost in the reactor
+                future.set_exception(exc)
+
+    def _fail_calls(self) -> None:
+        while self._calls:
+            _, future = self._calls.popleft()
+            if future.set_running_or_notify_cancel():
+                future.set_exception(RuntimeError("the broker has stopped"))
 
     def metrics_snapshot(self) -> BrokerSnapshot:
         """What ``--metrics`` reads at scrape time (from its HTTP thread: copies of counters)."""
@@ -206,6 +260,10 @@ class Broker:
             self._close_archive()
             if self.metrics is not None:
                 self.metrics.stop()
+            if self.console is not None:
+                self.console.stop()
+            self._stopped = True
+            self._fail_calls()
             log.info("broker stopped")
 
     def _open_archive(self) -> None:
@@ -267,6 +325,8 @@ class Broker:
             self.store.complete()  # accept what the store has written
         if self.archive is not None:
             self.archive.resume_stalled()
+        if self._calls:
+            self._run_calls()
         if self._stop_requested and not self._stopping:
             self.shutdown()
 
@@ -297,6 +357,11 @@ class Broker:
         if self.metrics is not None:
             metrics_at = self.metrics.serve(self.config.metrics)
             log.info("serving Prometheus metrics on http://%s:%d/metrics", *metrics_at)
+        if self.config.console:
+            from broker.console.server import ConsoleServer  # aiohttp: the 'console' extra
+
+            self.console = ConsoleServer(self)
+            self.console.start()
         self._write_ready_file()
         self.ready.set()
         if self._stop_requested:

@@ -92,6 +92,9 @@ class BrokerConfig:
     """Seconds per counting window, and between two log lines about one connection."""
     metrics: str = ""
     """``HOST:PORT`` to serve Prometheus metrics on ('' = off)."""
+    console: str = ""
+    """``HOST:PORT`` to serve the management console on ('' = off; docs/CONSOLE.md). Beyond
+    loopback it needs ``tls_cert``/``tls_key`` and ``users`` (an ``admin`` user)."""
     listen_tls: str = ""
     """TLS listeners, ``HOST:PORT[,HOST:PORT...]`` (docs/BROKER.md "Security")."""
     tls_cert: str = ""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -45,6 +46,7 @@ from filtex_proton.filterset import FilterSet, FilterStats, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
+    "RECENT_REFUSALS",
     "DecodeError",
     "FilterMessage",
     "FilterSet",
@@ -53,6 +55,7 @@ __all__ = [
     "InvalidMessageError",
     "LinkFilter",
     "PluginStats",
+    "Refusal",
     "validate_message",
 ]
 
@@ -181,6 +184,24 @@ class PluginStats:
     refused: int = 0
     refused_by_limit: int = 0
     refusals: dict[str, int] = field(default_factory=dict)
+    recent: deque[Refusal] = field(default_factory=lambda: deque(maxlen=RECENT_REFUSALS))
+    """The last refusals, newest last, for a management page (docs/CONSOLE.md)."""
+
+
+RECENT_REFUSALS: Final = 50
+"""How many refusals :attr:`PluginStats.recent` keeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """One link refused: when (``time.time()``), which link, why (the kind counted in
+    :attr:`PluginStats.refusals`) and the full text the log has."""
+
+    at: float
+    link: str
+    address: str | None
+    reason: str
+    detail: str
 
 
 class _RefusalEnforcer(Handler):
@@ -330,6 +351,8 @@ class FiltexPlugin:
         if kind not in _REFUSAL_KINDS and kind not in ("limit", "filter set"):
             kind = "unknown filter type"
         self.stats.refusals[kind] = self.stats.refusals.get(kind, 0) + 1
+        self.stats.recent.append(Refusal(time.time(), link.name, link.remote_source.address,
+                                         kind, error.render()))
         self.logger.warning("refused link %r: event=refusal reason=%s link=%r connection=%s "
                             "address=%r detail=%r", link.name, kind.replace(" ", "-"), link.name,
                             getattr(link.connection, "_filtex_identity", "?"),

@@ -7,6 +7,7 @@ A TOML file, so an operator can read and edit it by hand::
     send = ["orders.#"]
     receive = ["orders.*", "replies.alice"]
     browse = ["#"]
+    admin = true                         # may open the management console (docs/CONSOLE.md)
 
     [users.billing]                      # EXTERNAL: TLS client certificate
     subject = "CN=billing,O=Example Corp"
@@ -45,7 +46,7 @@ DEFAULT_N: Final = 2**14
 DEFAULT_R: Final = 8
 DEFAULT_P: Final = 1
 _MAX_N: Final = 2**20
-_KEYS: Final = frozenset({"password", "subject", "send", "receive", "browse"})
+_KEYS: Final = frozenset({"password", "subject", "send", "receive", "browse", "admin"})
 
 
 class UsersError(ValueError):
@@ -100,6 +101,8 @@ class User:
     subject: str | None
     """The TLS client certificate subject DN that authenticates as this user (EXTERNAL)."""
     grants: Grants
+    admin: bool = False
+    """May use the management console beyond loopback (``--console``, docs/CONSOLE.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +165,11 @@ def _user(name: str, entry: Any, where: str) -> User:
                           for key in ("send", "receive", "browse")))
     except PatternError as exc:
         raise UsersError(f"{where}: {exc}") from None
+    admin = entry.get("admin", False)
+    if not isinstance(admin, bool):
+        raise UsersError(f"{where}: admin must be true or false")
     return User(name, str(password) if password is not None else None,
-                normalise_dn(str(subject)) if subject is not None else None, grants)
+                normalise_dn(str(subject)) if subject is not None else None, grants, admin)
 
 
 def load_users(path: Path) -> Users:

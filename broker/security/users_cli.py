@@ -32,6 +32,9 @@ examples:
   filtex-broker-users add users.toml billing --subject 'CN=billing,O=Example' --receive 'inv.#'
   filtex-broker-users add users.toml anonymous --browse 'public.#'
 
+  # an operator of the management console (filtex-broker --console)
+  filtex-broker-users add users.toml ops --admin
+
   filtex-broker-users check users.toml      # validate; list users and their grants
   filtex-broker --listen-tls 0.0.0.0:5671 --tls-cert s.pem --tls-key s.key --users users.toml
 
@@ -60,6 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     for action in ("send", "receive", "browse"):
         add.add_argument(f"--{action}", action="append", default=[], metavar="PATTERN",
                          help=f"addresses this user may {action} (repeatable)")
+    add.add_argument("--admin", action="store_true",
+                     help="may use the management console (filtex-broker --console)")
     check = commands.add_parser("check", help="validate a users file and list its users")
     check.add_argument("file", type=Path)
     return parser
@@ -91,6 +96,8 @@ def _entry(args: argparse.Namespace, password: str | None) -> str:
     for action in ("send", "receive", "browse"):
         if getattr(args, action):
             lines.append(f"{action} = {json.dumps(getattr(args, action))}")
+    if args.admin:
+        lines.append("admin = true")
     return "\n".join(lines) + "\n"
 
 
@@ -119,7 +126,7 @@ def _check(args: argparse.Namespace) -> int:
         how = ", ".join(what for what, present in (("password", user.password_hash),
                                                    (f"subject {user.subject}", user.subject))
                         if present) or "no credentials"
-        print(f"{user.name}: {how}; {user.grants.describe()}")
+        print(f"{user.name}: {how}; {user.grants.describe()}{'; admin' if user.admin else ''}")
     return 0
 
 

@@ -13,6 +13,16 @@ from broker.config import BrokerConfig
 from broker.server import Broker
 
 from .broker_clients import HIGH_DESCRIPTORS, BrokerFactory, DiskFull, RunningBroker
+from .browser import chromium_missing, screenshot_name, start_chrome
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keep each phase's report on the test item (the browser fixture saves a screenshot
+    when the test itself failed)."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
 
 
 @pytest.fixture
@@ -34,6 +44,26 @@ def broker_factory() -> Iterator[BrokerFactory]:
         running.thread.join(60)
         assert not running.thread.is_alive(), "the broker did not stop"
         assert running.broker.error is None
+
+
+@pytest.fixture
+def chrome(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """Headless Chromium (tests/broker/browser.py); a failed test's screenshot is saved in
+    tmp/artifacts before the browser goes."""
+    reason = chromium_missing()
+    if reason is not None:
+        pytest.skip(f"browser tests need Chromium and chromedriver: {reason}")
+    driver = start_chrome()
+    try:
+        yield driver
+    finally:
+        report = getattr(request.node, "report_call", None)
+        if report is not None and report.failed:
+            path = screenshot_name(request.node.nodeid)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            driver.save_screenshot(str(path))
+            print(f"screenshot of the failed browser test: {path}")
+        driver.quit()
 
 
 @pytest.fixture

@@ -89,6 +89,7 @@ def test_password_hashes_are_salted_and_verified() -> None:
     ("[users.a]\nsubject = 'CN=x'\n[users.b]\nsubject = 'CN = x'\n", "given to both"),
     ("[other]\n", r"only \[users.NAME\] tables"),
     ("[users.a\n", "users file"),
+    ("[users.a]\nadmin = 'yes'\n", "admin must be true or false"),
 ])
 def test_users_file_errors_name_the_problem(tmp_path: Path, text: str, expected: str) -> None:
     path = tmp_path / "users.toml"
@@ -120,6 +121,12 @@ def test_users_cli_adds_checks_and_refuses(tmp_path: Path, monkeypatch: pytest.M
     err = capsys.readouterr().err
     assert "exists already" in err and "whole segments" in err and ".tmp" not in err
     assert load_users(path).get("eve") is None  # the bad entry was not written
+    monkeypatch.setattr("sys.stdin", _Lines("pw-3\n"))
+    assert users_main(["add", str(path), "ops", "--password-stdin", "--admin"]) == 0
+    users = load_users(path)
+    assert users.get("ops").admin and not users.get("alice").admin  # type: ignore[union-attr]
+    assert users_main(["check", str(path)]) == 0
+    assert "ops: password; send=[]; receive=[]; browse=[]; admin" in capsys.readouterr().out
 
 
 class _Lines:

@@ -1,0 +1,257 @@
+"""What the console reads of the broker, ON the reactor thread: plain copies, nothing changed.
+
+:func:`overview` and :func:`peek` are handed to ``Broker.submit`` by the HTTP side; they walk
+the registry, the connections and the links while nothing else can, copy numbers and
+references to immutable things (compiled filter sets, message bytes), and return. Turning
+those into JSON (normalising filters, decoding messages, evaluating a tested filter) happens
+on the console's own thread, so the reactor spends as little time as possible here.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.nodes.consumer import Consumer
+from broker.nodes.queue import Queue
+from broker.nodes.topic import Subscription, Topic
+from broker.relay.consumers import RelayConsumer
+from filtex_proton import __version__
+from filtex_proton.plugin import FilterSet, FilterStats, LinkFilter, Refusal
+
+if TYPE_CHECKING:
+    from broker.client import ClientConnection
+    from broker.links import LinkManager
+    from broker.nodes.registry import Registry
+    from broker.settings import BrokerConfig
+    from filtex_proton.plugin import FiltexPlugin
+
+__all__ = ["Inspected", "LinkCopy", "NodeCopy", "Overview", "PeekedMessage", "overview", "peek"]
+
+
+class Inspected(Protocol):
+    """The broker as the console sees it (``broker.server.Broker``)."""
+
+    config: BrokerConfig
+    registry: Registry
+    links: LinkManager
+    plugin: FiltexPlugin
+    clients: dict[int, ClientConnection]
+    messages_in: dict[str, int]
+
+
+@dataclass(slots=True)
+class LinkCopy:
+    """One consumer link (or a detached durable subscription), copied."""
+
+    id: str
+    name: str
+    node: str
+    connection: int | None
+    peer: str
+    role: str
+    """consumer, browser, subscription (a topic's), or relay."""
+    durable: bool
+    attached: bool
+    presettled: bool
+    credit: int
+    sent: int
+    unsettled: int
+    filter_set: FilterSet | None
+    counters: dict[str, int] | None
+    pushed_down: str | None = None
+    """Relay mode: the JMS selector put on the upstream source (None: nothing pushed)."""
+
+
+@dataclass(slots=True)
+class NodeCopy:
+    name: str
+    kind: str
+    depth: int
+    bytes: int
+    messages_in: int
+    consumers: int
+    producers: int
+    links: list[LinkCopy] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Overview:
+    time: float
+    container_id: str
+    version: str
+    connections: int
+    nodes: list[NodeCopy]
+    refusals: list[Refusal]
+    refusal_counts: dict[str, int]
+    upstream: dict[str, Any] | None
+
+
+def _counters(stats: FilterStats | None, ruled_out: int) -> dict[str, int] | None:
+    """A link's filter counters (``nulls`` counts errors and over-budget verdicts too)."""
+    if stats is None:
+        return None
+    evaluated = stats.evaluations
+    return {"evaluated": evaluated, "matched": stats.matches,
+            "not_matched": evaluated - stats.matches - stats.nulls, "unknown": stats.nulls,
+            "errors": stats.errors, "over_budget": stats.budget_exceeded,
+            "ruled_out": ruled_out}
+
+
+def _filter_set(link_filter: LinkFilter | None) -> FilterSet | None:
+    return link_filter.filter_set if link_filter is not None else None
+
+
+def _consumer_copy(consumer: Consumer, peer: dict[int, tuple[int, str]],
+                   subscription: Subscription | None) -> LinkCopy:
+    link_filter = subscription.filter if subscription is not None else consumer.filter
+    filter_set = _filter_set(link_filter)
+    origin, label = peer.get(id(consumer), (None, "?"))
+    role = "browser" if consumer.browse else "subscription" if subscription else "consumer"
+    return LinkCopy(
+        id=f"{origin}/{consumer.name}", name=consumer.name, node=consumer.node.name,
+        connection=origin, peer=label, role=role,
+        durable=subscription is not None and subscription.durable, attached=not consumer.closed,
+        presettled=consumer.presettled, credit=consumer.credit, sent=consumer.sent,
+        unsettled=len(consumer.unacked), filter_set=filter_set,
+        counters=_counters(filter_set.stats if filter_set is not None else None,
+                           consumer.ruled_out_now() if filter_set is not None else 0))
+
+
+def _detached_subscription(subscription: Subscription) -> LinkCopy:
+    """A durable subscription without its consumer: it still collects (and filters)."""
+    filter_set = _filter_set(subscription.filter)
+    name = subscription.key[1] if subscription.key is not None else "?"
+    try:
+        ruled_out = subscription.topic.matcher.ruled_out(subscription)
+    except KeyError:
+        ruled_out = 0
+    return LinkCopy(
+        id=f"-/{subscription.queue.name}", name=name, node=subscription.topic.name,
+        connection=None, peer=subscription.key[0] if subscription.key else "?",
+        role="subscription", durable=True, attached=False, presettled=False, credit=0, sent=0,
+        unsettled=0, filter_set=filter_set,
+        counters=_counters(filter_set.stats if filter_set is not None else None, ruled_out))
+
+
+def _consumers_of(node: Queue | Topic) -> Iterator[tuple[Consumer, Subscription | None]]:
+    if isinstance(node, Topic):
+        for subscription in node.subscriptions:
+            consumer = subscription.consumer
+            if isinstance(consumer, Consumer):
+                yield consumer, subscription
+        return
+    for outlet in (*node.consumers, *node.browsers):
+        if isinstance(outlet, Consumer):
+            yield outlet, None
+
+
+def overview(broker: Inspected) -> Overview:
+    """Every node and link with their counters (run it on the reactor thread)."""
+    peer: dict[int, tuple[int, str]] = {}
+    producers: dict[str, int] = {}
+    relayed: list[RelayConsumer] = []
+    for client in list(broker.clients.values()):
+        for attached in client.consumers:
+            peer[id(attached)] = (client.origin, client.label)
+            if isinstance(attached, RelayConsumer):
+                relayed.append(attached)
+        for producer in client.producers:
+            node = getattr(producer, "node", None)
+            name = node.name if node is not None else getattr(producer, "address", None)
+            if name is not None:
+                producers[name] = producers.get(name, 0) + 1
+    nodes: list[NodeCopy] = []
+    messages_in = broker.messages_in
+    for name, node in list(broker.registry.nodes.items()):
+        if not isinstance(node, Queue | Topic):
+            continue
+        size = (node.bytes if isinstance(node, Queue)
+                else sum(s.queue.bytes for s in node.subscriptions))
+        copy = NodeCopy(name, node.kind, node.depth(), size, messages_in.get(name, 0), 0,
+                        producers.get(name, 0))
+        for consumer, subscription in _consumers_of(node):
+            copy.links.append(_consumer_copy(consumer, peer, subscription))
+        if isinstance(node, Topic):
+            copy.links.extend(_detached_subscription(s) for s in node.subscriptions
+                              if s.consumer is None and s.durable)
+        copy.consumers = sum(1 for link in copy.links if link.attached)
+        nodes.append(copy)
+    upstream = broker.links.upstream
+    if upstream is not None:
+        nodes.extend(_relay_nodes(relayed, peer, producers, upstream.pushdown))
+    refusals = sorted((*broker.plugin.stats.recent, *broker.links.recent_refusals),
+                      key=lambda refusal: refusal.at)
+    counts = dict(broker.plugin.stats.refusals)
+    for reason, count in broker.links.refusals.items():
+        counts[reason] = counts.get(reason, 0) + count
+    return Overview(
+        time=time.time(), container_id=broker.config.container_id, version=__version__,
+        connections=len(broker.clients), nodes=nodes, refusals=refusals,
+        refusal_counts=counts,
+        upstream=None if upstream is None else {
+            "url": broker.config.upstream, "connected": bool(upstream.ready),
+            "product": upstream.product.label if upstream.product is not None else None,
+            "offers_selectors": "APACHE.ORG:SELECTOR" in upstream.offered,
+            "pushdown": bool(upstream.pushdown), "mode": broker.config.upstream_selector})
+
+
+def _relay_nodes(relayed: list[RelayConsumer], peer: dict[int, tuple[int, str]],
+                 producers: dict[str, int], pushdown: bool) -> list[NodeCopy]:
+    """Relay mode: the upstream holds the nodes; the console shows each address relayed."""
+    nodes: dict[str, NodeCopy] = {}
+    for consumer in relayed:
+        address = consumer.address or "(dynamic)"
+        node = nodes.get(address)
+        if node is None:
+            node = nodes[address] = NodeCopy(address, "upstream " + ("topic" if consumer.topic
+                                                                    else "queue"),
+                                             0, 0, 0, 0, producers.get(address, 0))
+        filter_set = _filter_set(consumer.filter)
+        origin, label = peer.get(id(consumer), (None, "?"))
+        node.links.append(LinkCopy(
+            id=f"{origin}/{consumer.name}", name=consumer.name, node=address,
+            connection=origin, peer=label, role="relay browser" if consumer.browse else "relay",
+            durable=False, attached=not consumer.closed, presettled=consumer.presettled,
+            credit=consumer.credit, sent=consumer.sent, unsettled=len(consumer.unacked),
+            filter_set=filter_set,
+            counters=_counters(filter_set.stats if filter_set is not None else None, 0),
+            pushed_down=consumer.selector if pushdown else None))
+        node.consumers += 1
+    return list(nodes.values())
+
+
+@dataclass(frozen=True, slots=True)
+class PeekedMessage:
+    """A copy of one held message: its bytes (immutable), where it is, who sent it."""
+
+    position: int
+    state: str
+    data: bytes
+    origin: object
+
+
+def peek(broker: Inspected, name: str, limit: int) -> list[PeekedMessage] | None:
+    """The last ``limit`` messages a node holds, oldest first; None if there is no such node.
+
+    Nothing is consumed, settled or reordered: the entries are listed, not taken. A topic
+    keeps nothing itself: its subscriptions' copies are listed, each message once.
+    """
+    node = broker.registry.nodes.get(name)
+    if isinstance(node, Queue):
+        entries = node.entries()[-limit:] if limit > 0 else []
+    elif isinstance(node, Topic):
+        seen: set[int] = set()
+        entries = []
+        for subscription in node.subscriptions:
+            for entry in subscription.queue.entries():
+                if id(entry.message) not in seen:
+                    seen.add(id(entry.message))
+                    entries.append(entry)
+        entries = entries[-limit:] if limit > 0 else []
+    else:
+        return None
+    return [PeekedMessage(entry.pos, "queued" if entry.owner is None else "delivered",
+                          entry.data, entry.origin) for entry in entries]

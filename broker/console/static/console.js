@@ -1,0 +1,214 @@
+// filtex-broker console: polls the JSON API (docs/CONSOLE.md) and renders it. No libraries.
+// Every value from the broker goes into the page as text (textContent), never as HTML.
+"use strict";
+
+const POLL_MS = 1000;
+let previous = null;  // the last overview, for rates
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("data-")) node.setAttribute(key, value);
+    else node[key] = value;
+  }
+  for (const child of children) {
+    node.append(child instanceof Node ? child : document.createTextNode(String(child ?? "")));
+  }
+  return node;
+}
+
+function num(value, attrs) {
+  return el("td", Object.assign({ class: "num" }, attrs || {}), value ?? "");
+}
+
+function rate(now, before, seconds) {
+  if (before === undefined || before === null || !(seconds > 0)) return "";
+  return ((now - before) / seconds).toFixed(1);
+}
+
+function formatJson(value) {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
+
+async function api(path, options) {
+  const response = await fetch(path, Object.assign({ credentials: "same-origin" }, options || {}));
+  const body = await response.json().catch(() => ({ error: response.statusText }));
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function renderNodes(state, seconds) {
+  const before = new Map((previous ? previous.nodes : []).map((n) => [n.name, n]));
+  const tbody = document.querySelector("#nodes tbody");
+  tbody.replaceChildren(...state.nodes.map((node) => {
+    const old = before.get(node.name) || {};
+    return el("tr", { "data-node": node.name },
+      el("td", {}, node.name), el("td", {}, node.kind),
+      num(node.depth, { "data-field": "depth" }), num(node.bytes, { "data-field": "bytes" }),
+      num(node.in, { "data-field": "in" }), num(rate(node.in, old.in, seconds)),
+      num(node.out, { "data-field": "out" }), num(rate(node.out, old.out, seconds)),
+      num(node.filtered_out, { "data-field": "filtered_out" }),
+      num(node.consumers, { "data-field": "consumers" }),
+      num(node.producers, { "data-field": "producers" }));
+  }));
+  document.getElementById("no-nodes").hidden = state.nodes.length > 0;
+}
+
+const COUNTERS = ["evaluated", "matched", "not_matched", "unknown", "errors", "over_budget",
+                  "ruled_out"];
+
+function renderLinks(state, seconds) {
+  const before = new Map();
+  for (const node of previous ? previous.nodes : []) {
+    for (const link of node.links) before.set(link.id, link);
+  }
+  const container = document.getElementById("links");
+  const relay = Boolean(state.upstream);
+  const blocks = [];
+  for (const node of state.nodes) {
+    if (!node.links.length) continue;
+    const head = el("tr", {}, el("th", {}, "link"), el("th", {}, "peer"), el("th", {}, "role"),
+      el("th", {}, "credit"), el("th", {}, "sent"), el("th", {}, "sent/s"),
+      el("th", {}, "unsettled"), el("th", {}, "filters"),
+      ...COUNTERS.map((c) => el("th", {}, c.replace("_", " "))), el("th", {}, "evaluated/s"),
+      ...(relay ? [el("th", {}, "pushed down")] : []));
+    const rows = node.links.map((link) => {
+      const old = before.get(link.id) || {};
+      const counters = link.counters || {};
+      const oldCounters = old.counters || {};
+      const filters = link.filtered
+        ? el("div", {}, ...link.filters.map((f) => el("div", { class: "filter" },
+            el("code", {}, f.key), " ", el("span", { class: "muted" }, f.type), el("br"),
+            el("code", { "data-normalised": f.key }, formatJson(f.normalised)))))
+        : el("span", { class: "muted" }, "unfiltered");
+      return el("tr", { "data-link": link.id, "data-link-name": link.name },
+        el("td", {}, link.name + (link.attached ? "" : " (detached)")),
+        el("td", { class: "peer", title: link.peer },
+           (link.connection === null ? "" : `#${link.connection} `) + link.peer.split("@").pop()),
+        el("td", {}, link.role + (link.durable ? ", durable" : "")),
+        num(link.credit), num(link.sent, { "data-counter": "sent" }),
+        num(rate(link.sent, old.sent, seconds)), num(link.unsettled),
+        el("td", { class: "filters" }, filters),
+        ...COUNTERS.map((c) => num(counters[c], { "data-counter": c })),
+        num(rate(counters.evaluated, oldCounters.evaluated, seconds)),
+        ...(relay ? [el("td", {}, link.pushed_down ? el("code", {}, link.pushed_down)
+                                                    : el("span", { class: "muted" }, "nothing"))]
+                  : []));
+    });
+    blocks.push(el("h3", {}, `${node.kind} ${node.name}`),
+                el("table", { "data-links-of": node.name }, el("thead", {}, head),
+                   el("tbody", {}, ...rows)));
+  }
+  container.replaceChildren(...(blocks.length ? blocks
+                                : [el("p", { class: "muted" }, "No consumer links.")]));
+}
+
+function renderRefusals(state) {
+  const counts = Object.entries(state.refusals.counts).map(([r, n]) => `${r}: ${n}`);
+  document.getElementById("refusal-counts").textContent =
+    counts.length ? "since start: " + counts.join(", ") : "No refusals since start.";
+  document.querySelector("#refusals tbody").replaceChildren(...state.refusals.recent.map((r) =>
+    el("tr", { "data-refusal": r.link },
+      el("td", {}, new Date(r.time * 1000).toLocaleTimeString()), el("td", {}, r.link),
+      el("td", {}, r.address ?? ""), el("td", {}, r.reason), el("td", {}, el("pre", {}, r.detail)))));
+}
+
+function renderUpstream(state) {
+  const section = document.getElementById("upstream-section");
+  const up = state.upstream;
+  section.hidden = !up;
+  if (!up) return;
+  document.getElementById("upstream").replaceChildren(
+    el("div", {}, `${up.url}: `, el("strong", { id: "upstream-connected" },
+      up.connected ? "connected" : "not connected"),
+      up.product ? ` (${up.product})` : "",
+      `; selector pushdown ${up.pushdown ? "on" : "off"} (${up.mode})`));
+}
+
+function renderNodeChoice(state) {
+  const select = document.getElementById("test-node");
+  const chosen = select.value;
+  const names = state.nodes.filter((n) => !n.kind.startsWith("upstream")).map((n) => n.name);
+  const current = Array.from(select.options).slice(1).map((o) => o.value);
+  if (names.join("\n") === current.join("\n")) return;
+  select.replaceChildren(el("option", { value: "" }, "(none)"),
+                         ...names.map((name) => el("option", { value: name }, name)));
+  select.value = names.includes(chosen) ? chosen : "";
+}
+
+async function poll() {
+  const status = document.getElementById("status");
+  try {
+    const state = await api("/api/overview");
+    const seconds = previous ? state.time - previous.time : 0;
+    document.getElementById("broker").textContent =
+      `${state.broker.container_id} ${state.broker.version}, ${state.broker.connections} connection(s)`;
+    renderUpstream(state);
+    renderNodes(state, seconds);
+    renderLinks(state, seconds);
+    renderRefusals(state);
+    renderNodeChoice(state);
+    previous = state;
+    status.textContent = "updated " + new Date(state.time * 1000).toLocaleTimeString();
+    status.className = "status";
+  } catch (error) {
+    status.textContent = "not updated: " + error.message;
+    status.className = "status error";
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+function renderTest(answer) {
+  const out = [];
+  const check = answer.check;
+  if (!check.valid) {
+    const where = check.error.line ? ` (line ${check.error.line}, column ${check.error.column})` : "";
+    out.push(el("p", { id: "test-validity", class: "error" }, "invalid" + where),
+             el("pre", { id: "test-error" }, check.error.message));
+  } else {
+    out.push(el("p", { id: "test-validity" }, "valid"));
+    out.push(el("h3", {}, "Normalised"), el("table", {}, el("tbody", {},
+      ...check.filters.map((f) => el("tr", {}, el("td", {}, el("code", {}, f.key)),
+        el("td", {}, f.type), el("td", {}, el("code", { class: "normalised" }, formatJson(f.normalised))))))));
+    const p = answer.pushdown;
+    out.push(el("h3", {}, "Upstream pushdown (relay mode)"),
+      el("p", { id: "test-pushdown" }, p.selector ? el("code", {}, p.selector) : "nothing pushed",
+         p.selector ? (p.exact ? " (exact)" : " (implied; the relay still evaluates the rest)") : ""),
+      ...p.kept_local.map((r) => el("div", { class: "muted" }, "kept local: " + r)));
+    out.push(el("h3", {}, "Spark (filtex-spark explain)"), el("pre", { id: "test-spark" }, answer.spark));
+    if (answer.messages) {
+      out.push(el("h3", {}, `Last ${answer.messages.length} message(s) of ${answer.node}`));
+      out.push(el("table", { id: "test-messages" }, el("thead", {}, el("tr", {},
+          el("th", {}, "position"), el("th", {}, "state"), el("th", {}, "result"),
+          el("th", {}, "why"), el("th", {}, "message"))),
+        el("tbody", {}, ...answer.messages.map((m) => el("tr", { "data-position": m.position },
+          num(m.position), el("td", {}, m.state),
+          el("td", { class: m.result, "data-result": m.result }, m.result),
+          el("td", {}, m.reason ?? ""),
+          el("td", {}, el("code", {}, JSON.stringify(m.message))))))));
+    }
+  }
+  document.getElementById("test-result").replaceChildren(...out);
+}
+
+async function runTest(event) {
+  event.preventDefault();
+  const limit = Number(document.getElementById("test-limit").value || 0);
+  const request = {
+    text: document.getElementById("test-text").value,
+    kind: document.getElementById("test-kind").value,
+    node: document.getElementById("test-node").value || null,
+    limit: limit, body: document.getElementById("test-body").checked,
+  };
+  try {
+    renderTest(await api("/api/test", { method: "POST", body: JSON.stringify(request),
+                                        headers: { "Content-Type": "application/json" } }));
+  } catch (error) {
+    document.getElementById("test-result").replaceChildren(
+      el("p", { id: "test-validity", class: "error" }, "error: " + error.message));
+  }
+}
+
+document.getElementById("tester").addEventListener("submit", runTest);
+poll();
