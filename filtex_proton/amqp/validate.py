@@ -291,8 +291,11 @@ def validate_view(view: RawMessageView) -> RawMessageView:
     decoded = view._decoded
     checks = _CHECKS
     key = ""
+    offsets = view._offsets
+    if offsets is None:  # made by the door check's fast path: checked already
+        return view
     try:
-        for key, offset in view._offsets.items():
+        for key, offset in offsets.items():
             decoded[key] = checks[key](buf, offset)
     except DecodeError as exc:
         raise InvalidMessageError(key, exc.reason, exc.offset) from None
@@ -444,8 +447,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     n = len(buf)
     if n < 4 or buf[0] or buf[1] != 0x53:
         return _general(buf)  # not a section, or a descriptor other than smallulong
-    spans: list[tuple[int, int, int, int]] = []
-    offsets: dict[str, int] = {}
     decoded: dict[str, Mapping[Any, Any] | None] = {}
     entries: _Fast
     code = buf[2]
@@ -466,9 +467,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                     return _general(buf)
             else:
                 return _general(buf)
-            offsets["header"] = 3
             decoded["header"] = entries
-            spans.append((0x70, 0, 3, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -479,9 +478,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return _general(buf)
-            offsets["delivery-annotations"] = value
             decoded["delivery-annotations"] = entries
-            spans.append((0x71, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -492,9 +489,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return _general(buf)
-            offsets["message-annotations"] = value
             decoded["message-annotations"] = entries
-            spans.append((0x72, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -542,9 +537,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                 entries = {}
             else:
                 return _general(buf)
-            offsets["properties"] = value
             decoded["properties"] = entries
-            spans.append((0x73, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -593,9 +586,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                     entries[key], p = _decoders[c](buf, p + 1, 1)
             if p != end:
                 return _general(buf)
-            offsets["application-properties"] = value
             decoded["application-properties"] = entries
-            spans.append((0x74, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -627,7 +618,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                     end = skip_value(buf, value)
             if end > n:
                 return _general(buf)
-            spans.append((code, pos, value, end))
             pos = body_end = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -638,9 +628,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return _general(buf)
-            offsets["footer"] = value
             decoded["footer"] = entries
-            spans.append((0x78, pos, value, end))
             pos = end
     except InvalidMessageError:
         raise  # from _general, called above
@@ -650,8 +638,8 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
         return _general(buf)
     view = _new_view(RawMessageView)
     view.data = buf
-    view._raw = spans
-    view._offsets = offsets
+    view._raw = None  # made again if ``spans`` is asked for (rarely: not by filters)
+    view._offsets = None  # every section there is, is in ``_decoded``
     view.body_offset = body_offset
     view.body_end = body_end
     view._decoded = decoded
