@@ -394,8 +394,8 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
                 key = (variant.name, scenario.name)
                 cpu[key].append((cpu_seconds(broker.pid) - before) / args.messages * 1e6)
                 results[key].append(rate)
-                print(f"  run {run + 1} {variant.name:10s} {scenario.name:12s} {rate:9.0f} msg/s",
-                      flush=True)
+                print(f"  run {run + 1} {variant.name:10s} {scenario.name:12s} {rate:9.0f} msg/s "
+                      f"{cpu[key][-1]:6.2f} us/msg", flush=True)
         finally:
             broker.send_signal(signal.SIGTERM)
             broker.wait(timeout=60)

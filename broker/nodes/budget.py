@@ -35,9 +35,9 @@ PER_ENTRY: Final = 176
 :class:`~broker.nodes.entry.Entry` (10 slots: 112), its position in the queue (an int: 32), the
 queue's slot (8, and the list's spare room); 149 by tracemalloc, 176 in resident size with the
 allocator's rounding and arenas (``bench/bench_memory.py``)."""
-PER_JOURNALED: Final = 96
-"""Bytes more in a durable node: the journal's store id (an int: 32) and its slot in the
-journal's index (a dict entry and its share of the table)."""
+PER_JOURNALED: Final = 128
+"""Bytes more in a durable node: the journal's store id (an int: 32) and its entry in the
+journal's index (a dict entry and its share of the table); 124 to 146 in resident size."""
 LOW_MARK: Final = 0.9
 """Producers get credit again when the accounted total falls to this share of the limit."""
 
