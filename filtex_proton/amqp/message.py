@@ -273,9 +273,8 @@ class RawMessageView:
 
     __slots__ = ("_decoded", "_offsets", "_raw", "body_end", "body_offset", "data")
 
-    _raw: list[_Raw] | None
-    """Each section's (code, start, value, end); None until ``spans`` asks, when the door
-    check's fast path made the view (it keeps only what filters read)."""
+    _raw: list[_Raw]
+    """Each section's (code, start, value, end)."""
     _offsets: dict[str, int] | None
     """Each section's value offset, by view key; None when every section there is has been
     decoded (the door check's fast path), so a section not in ``_decoded`` is absent."""
@@ -304,10 +303,7 @@ class RawMessageView:
     @property
     def spans(self) -> list[SectionSpan]:
         """The sections of the message, in order, as :func:`scan_sections` reports them."""
-        raw = self._raw
-        if raw is None:  # the door check's fast path kept only the sections' values
-            raw = self._raw = _scan(self.data)[0]
-        return [SectionSpan(_SPEC[c][1], c, s, v, e) for c, s, v, e in raw]
+        return [SectionSpan(_SPEC[c][1], c, s, v, e) for c, s, v, e in self._raw]
 
     def _load(self, key: str) -> Mapping[Any, Any] | None:
         offsets = self._offsets

@@ -447,6 +447,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     n = len(buf)
     if n < 4 or buf[0] or buf[1] != 0x53:
         return _general(buf)  # not a section, or a descriptor other than smallulong
+    spans: list[tuple[int, int, int, int]] = []
     decoded: dict[str, Mapping[Any, Any] | None] = {}
     entries: _Fast
     code = buf[2]
@@ -468,6 +469,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             else:
                 return _general(buf)
             decoded["header"] = entries
+            spans.append((0x70, 0, 3, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -479,6 +481,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             if entries is None:
                 return _general(buf)
             decoded["delivery-annotations"] = entries
+            spans.append((0x71, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -490,6 +493,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             if entries is None:
                 return _general(buf)
             decoded["message-annotations"] = entries
+            spans.append((0x72, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -538,6 +542,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             else:
                 return _general(buf)
             decoded["properties"] = entries
+            spans.append((0x73, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -587,6 +592,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             if p != end:
                 return _general(buf)
             decoded["application-properties"] = entries
+            spans.append((0x74, pos, value, end))
             pos = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -618,6 +624,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                     end = skip_value(buf, value)
             if end > n:
                 return _general(buf)
+            spans.append((code, pos, value, end))
             pos = body_end = end
             if pos < n:
                 if buf[pos] or buf[pos + 1] != 0x53:
@@ -629,6 +636,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             if entries is None:
                 return _general(buf)
             decoded["footer"] = entries
+            spans.append((0x78, pos, value, end))
             pos = end
     except InvalidMessageError:
         raise  # from _general, called above
@@ -638,7 +646,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
         return _general(buf)
     view = _new_view(RawMessageView)
     view.data = buf
-    view._raw = None  # made again if ``spans`` is asked for (rarely: not by filters)
+    view._raw = spans
     view._offsets = None  # every section there is, is in ``_decoded``
     view.body_offset = body_offset
     view.body_end = body_end
