@@ -82,8 +82,9 @@ static double now(void) {
   struct timespec ts; clock_gettime(CLOCK_REALTIME, &ts); return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void encode(app_t *app) {
-  char body[100]; memset(body, 'x', sizeof body);
+static void encode(app_t *app, int total) {
+  static char body[1 << 16]; memset(body, 'x', sizeof body);
+  size_t body_size = 100;  /* or what makes the encoded message TOTAL bytes long */
   for (int i = 0; i < VARIANTS; i++) {
     pn_message_t *m = pn_message();
     pn_message_set_id(m, (pn_atom_t){.type = PN_ULONG, .u.as_ulong = (uint64_t)i});
@@ -94,18 +95,25 @@ static void encode(app_t *app) {
     pn_data_put_string(props, pn_bytes(6, "region"));
     pn_data_put_string(props, pn_bytes(strlen(region), region));
     pn_data_exit(props);
-    pn_data_put_binary(pn_message_body(m), pn_bytes(sizeof body, body));
     pn_message_set_inferred(m, true);
-    size_t size = 4096; app->msg[i] = malloc(size);
-    if (pn_message_encode(m, app->msg[i], &size)) { fprintf(stderr, "encode failed\n"); exit(1); }
+    size_t size;
+    for (int attempt = 0; attempt < 3; attempt++) {  /* the body's size field may grow */
+      pn_data_clear(pn_message_body(m));
+      pn_data_put_binary(pn_message_body(m), pn_bytes(body_size, body));
+      size = sizeof body + 4096; app->msg[i] = realloc(app->msg[i], size);
+      if (pn_message_encode(m, app->msg[i], &size)) { fprintf(stderr, "encode failed\n"); exit(1); }
+      if (total <= 0 || (int)size == total) break;
+      if ((int)(size - body_size) >= total) { fprintf(stderr, "size too small\n"); exit(1); }
+      body_size = total - (size - body_size);
+    }
     app->len[i] = size; pn_message_free(m);
   }
 }
 
 static void finish(app_t *app, pn_event_t *e) {
   app->last = now();
-  printf("%s count=%d first=%.6f last=%.6f failed=%d\n", app->sending ? "send" : "recv",
-         app->done, app->first, app->last, app->failed);
+  printf("%s count=%d first=%.6f last=%.6f failed=%d size=%zu\n", app->sending ? "send" : "recv",
+         app->done, app->first, app->last, app->failed, app->len[0]);
   fflush(stdout);
   pn_connection_close(pn_event_connection(e));
 }
@@ -195,13 +203,13 @@ static int handle(app_t *app, pn_event_t *e) {
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: loadgen send|recv HOST PORT ADDRESS COUNT [SQL]\n"); return 2;
+    fprintf(stderr, "usage: loadgen send|recv HOST PORT ADDRESS COUNT [SQL [SIZE]]\n"); return 2;
   }
   app_t app = {0};
   app.sending = !strcmp(argv[1], "send"); app.host = argv[2]; app.port = argv[3];
   app.address = argv[4]; app.count = atoi(argv[5]); app.filter = argc > 6 ? argv[6] : NULL;
   app.window = 1000; app.seed = 88172645463325252ULL;
-  encode(&app);
+  encode(&app, argc > 7 ? atoi(argv[7]) : 0);
   char addr[PN_MAX_ADDR];
   app.proactor = pn_proactor();
   pn_proactor_addr(addr, sizeof addr, app.host, app.port);
@@ -273,10 +281,11 @@ def build_loadgen() -> Path:
     return cache
 
 
-def start_broker(workdir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", "broker"),
+                 ) -> tuple[subprocess.Popen[bytes], int]:
     ready = workdir / "ready"
     broker = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+        [sys.executable, *launcher, "--listen", "127.0.0.1:0", "--ready-file", str(ready),
          "--log-level", "WARNING", *extra],
         cwd=REPO,
     )
@@ -348,6 +357,8 @@ class Variant:
     flags: tuple[str, ...]
     console_poll: float = 0.0
     """``--console``: seconds between two polls of the console's overview (0: no console)."""
+    launcher: tuple[str, ...] = ("-m", "broker")
+    """How Python starts it (``--door-check``: a launcher in bench/ that swaps the check out)."""
 
 
 def free_port() -> int:
@@ -387,6 +398,11 @@ class ConsolePoller:
             self._stop.wait(self.every)
 
 
+def scenarios(args: argparse.Namespace) -> list[Scenario]:
+    """The scenarios chosen with ``--scenario`` (all by default)."""
+    return [s for s in SCENARIOS if not args.scenario or s.name in args.scenario]
+
+
 def variants(args: argparse.Namespace) -> list[Variant]:
     chosen = [Variant("in memory", ())]
     if args.durable is not None:
@@ -400,6 +416,9 @@ def variants(args: argparse.Namespace) -> list[Variant]:
     if args.console:
         chosen.append(Variant("--console", ("--console", "127.0.0.1:{port}"),
                               console_poll=args.console_poll))
+    if args.door_check:
+        chosen.append(Variant("scan only", (), launcher=(str(Path(__file__).with_name(
+            "scan_only_broker.py")),)))
     return chosen
 
 
@@ -415,9 +434,9 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
     console_port = free_port() if variant.console_poll else 0
     flags = tuple(flag.format(port=console_port) for flag in flags)
     with tempfile.TemporaryDirectory() as tmp:
-        broker, port = start_broker(Path(tmp), *flags)
+        broker, port = start_broker(Path(tmp), *flags, launcher=variant.launcher)
         try:
-            for scenario in SCENARIOS:
+            for scenario in scenarios(args):
                 queue = f"bench-{run}-{scenario.name.replace(' ', '-')}"
                 profile = args.profile if run == 0 and variant.name == "in memory" else None
                 before = cpu_seconds(broker.pid)
@@ -433,8 +452,8 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
                 key = (variant.name, scenario.name)
                 cpu[key].append((cpu_seconds(broker.pid) - before) / args.messages * 1e6)
                 results[key].append(rate)
-                print(f"  run {run + 1} {variant.name:10s} {scenario.name:12s} {rate:9.0f} msg/s",
-                      flush=True)
+                print(f"  run {run + 1} {variant.name:10s} {scenario.name:12s} {rate:9.0f} msg/s "
+                      f"{cpu[key][-1]:6.2f} us/msg", flush=True)
         finally:
             broker.send_signal(signal.SIGTERM)
             broker.wait(timeout=60)
@@ -466,18 +485,23 @@ def main() -> int:
                         "overview as the open page does, to measure what an open page costs")
     parser.add_argument("--console-poll", type=float, default=1.0, metavar="SECONDS",
                         help="with --console: seconds between two polls (the page: 1)")
+    parser.add_argument("--scenario", action="append", choices=[s.name for s in SCENARIOS],
+                        help="run only this scenario (repeatable; default: all)")
+    parser.add_argument("--door-check", action="store_true",
+                        help="also run the broker with the door check replaced by the layout "
+                        "scan alone (bench/scan_only_broker.py), to measure what the check costs")
     args = parser.parse_args()
     loadgen = build_loadgen()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     chosen = variants(args)
-    keys_ = [(v.name, s.name) for v in chosen for s in SCENARIOS]
+    keys_ = [(v.name, s.name) for v in chosen for s in scenarios(args)]
     results: dict[tuple[str, str], list[float]] = {k: [] for k in keys_}
     cpu: dict[tuple[str, str], list[float]] = {k: [] for k in keys_}
     for run in range(args.runs):  # variants interleaved, so drifting load hits them alike
         for variant in chosen:
             measure(loadgen, variant, run, args, results, cpu)
-    baseline = statistics.median(results[("in memory", "unfiltered")])
+    baseline = statistics.median(results[("in memory", scenarios(args)[0].name)])
     print(f"\n{'broker':10s} {'scenario':12s} {'msg/s (median)':>15s} {'vs unfiltered':>14s} "
           f"{'vs in memory':>13s} {'CPU us/msg':>11s}")
     for variant_name, scenario_name in keys_:
@@ -485,6 +509,16 @@ def main() -> int:
         same = statistics.median(results[("in memory", scenario_name)])
         print(f"{variant_name:10s} {scenario_name:12s} {rate:15.0f} {rate / baseline:13.2f}x "
               f"{rate / same:12.2f}x {statistics.median(cpu[(variant_name, scenario_name)]):11.2f}")
+    if args.door_check:
+        print("\nthe door check against the scan alone (same run; medians):")
+        for scenario in scenarios(args):
+            checked = statistics.median(cpu[("in memory", scenario.name)])
+            scanned = statistics.median(cpu[("scan only", scenario.name)])
+            rate = statistics.median(results[("in memory", scenario.name)])
+            scan_rate = statistics.median(results[("scan only", scenario.name)])
+            print(f"  {scenario.name:12s} CPU {scanned:6.2f} -> {checked:6.2f} us/msg "
+                  f"({checked / scanned - 1:+6.1%}), rate {scan_rate:7.0f} -> {rate:7.0f} msg/s "
+                  f"({rate / scan_rate:.2f}x)")
     print(f"\n{args.messages} messages per scenario, {args.runs} runs, "
           f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}; CPU = broker process and its "
           "children (the archive writer)")

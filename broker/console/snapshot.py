@@ -247,8 +247,8 @@ def peek(broker: Inspected, name: str, limit: int) -> list[PeekedMessage] | None
         entries = []
         for subscription in node.subscriptions:
             for entry in subscription.queue.entries():
-                if id(entry.message) not in seen:
-                    seen.add(id(entry.message))
+                if id(entry.data) not in seen:  # the subscriptions' entries share the bytes
+                    seen.add(id(entry.data))
                     entries.append(entry)
         entries = entries[-limit:] if limit > 0 else []
     else:

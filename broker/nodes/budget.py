@@ -8,12 +8,14 @@ full node). Consumers, settlement and management go on; when the total falls to 
 (:data:`LOW_MARK` of the limit) every stalled producer is topped up again. Nothing is refused or
 dropped: the limit throttles. Blocking and unblocking are logged once each and counted.
 
-A message costs more than its bytes: the entry, the plugin's message and view, and the sections
-the door check decoded (header, properties, application properties: the body is never decoded).
-:func:`message_cost` is that, measured with tracemalloc (tests/broker/test_memory.py measures it
-again and fails if the model falls behind): :data:`PER_MESSAGE` plus the bytes, plus
-:data:`PER_DECODED_BYTE` for every byte outside the body. What producers hold in flight (their
-credit: at most one window each) arrives after the block, so the total may pass the limit by that.
+A message costs more than its bytes: :func:`entry_cost` is what an entry really costs
+(docs/BROKER.md, "byte accounting"; tests/broker/test_memory.py measures it with tracemalloc and
+fails if the model falls behind): :data:`PER_ENTRY` for the entry and its slot, the ``bytes``
+object (:func:`bytes_cost`) divided among the entries that share it (a topic's subscriptions),
+and :data:`PER_JOURNALED` more in a durable node (``--data-dir``). The durable store's write
+buffers are charged while they wait for the disk (``broker.store.log.Store``). What producers
+hold in flight (their credit: at most one window each) arrives after the block, so the total may
+pass the limit by that.
 """
 
 from __future__ import annotations
@@ -21,30 +23,37 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from broker.nodes.entry import Entry
 from broker.nodes.node import RoomToWait
-from filtex_proton.plugin import FilterMessage
 
-__all__ = ["LOW_MARK", "PER_DECODED_BYTE", "PER_MESSAGE", "MemoryBudget", "message_cost"]
+__all__ = ["LOW_MARK", "PER_ENTRY", "PER_JOURNALED", "MemoryBudget", "bytes_cost", "entry_cost"]
 
 log = logging.getLogger("filtex.broker")
 
-PER_MESSAGE: Final = 1400
-"""Bytes one stored message costs besides its own bytes (CPython 3.11, 64-bit: the ``bytes``
-object's header, the Entry, the FilterMessage and its view with the decoded-section cache, the
-queue slot), measured with tracemalloc on a message with a null body and no properties."""
-PER_DECODED_BYTE: Final = 11
-"""Bytes per encoded byte outside the body: what the door check's decoded header, properties and
-application properties (Python dicts, strings, ints) cost, measured the same way."""
+PER_ENTRY: Final = 176
+"""Bytes one queued entry costs besides its message's bytes (CPython 3.11, 64-bit): the
+:class:`~broker.nodes.entry.Entry` (10 slots: 112), its position in the queue (an int: 32), the
+queue's slot (8, and the list's spare room); 149 by tracemalloc, 176 in resident size with the
+allocator's rounding and arenas (``bench/bench_memory.py``)."""
+PER_JOURNALED: Final = 128
+"""Bytes more in a durable node: the journal's store id (an int: 32) and its entry in the
+journal's index (a dict entry and its share of the table); 124 to 146 in resident size."""
 LOW_MARK: Final = 0.9
 """Producers get credit again when the accounted total falls to this share of the limit."""
 
 
-def message_cost(message: FilterMessage) -> int:
-    """What holding ``message`` once costs the broker, in bytes (see the module docstring)."""
-    data = message.data
-    view = message.view  # already made by the door check; a cheap scan otherwise
-    return PER_MESSAGE + len(data) + PER_DECODED_BYTE * (
-        len(data) - (view.body_end - view.body_offset))
+def bytes_cost(size: int) -> int:
+    """What a ``bytes`` object of ``size`` bytes costs: 33 bytes of header and terminator, the
+    allocator's 16-byte rounding (pymalloc up to 512 bytes; glibc malloc's 8-byte chunk header
+    above)."""
+    request = size + 33
+    return (request + 15) & ~15 if request <= 512 else (request + 23) & ~15
+
+
+def entry_cost(entry: Entry, journaled: bool) -> int:
+    """What holding ``entry`` costs the broker, in bytes (see the module docstring)."""
+    return (PER_ENTRY + (PER_JOURNALED if journaled else 0)
+            + bytes_cost(len(entry.data)) // entry.shares)
 
 
 class MemoryBudget(RoomToWait):

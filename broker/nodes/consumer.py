@@ -171,9 +171,7 @@ class Consumer:
             if failed:
                 self._bump(entry)
             if undeliverable:
-                if entry.refused is None:
-                    entry.refused = set()
-                entry.refused.add(self)
+                entry.refuse(self)
             queue.requeue(entry)
             queue.dispatch_returned()
         elif state == REJECTED:

@@ -1,45 +1,56 @@
 """One message held by one node: the bytes that arrived, and where it stands.
 
-The bytes are forwarded untouched; the plugin's message (``message``) decodes
-sections lazily and is shared by every link that evaluates it, so a topic gives
-each subscription its own :class:`Entry` around the same message.
+An entry is kept small, because a broker holds millions of them (docs/BROKER.md, "byte
+accounting"): the bytes as they arrived (forwarded untouched, and shared by every topic
+subscription that holds the message) and a few fixed fields, nothing per message beyond what
+delivery needs. The plugin's message (``message``: the view the filters read, with the sections
+the door check decoded) is kept only while the message is being offered on arrival; a queued
+entry drops it, and a later evaluation (a consumer scanning a backlog, a message coming back)
+makes a fresh one from the bytes, whose sections are decoded again on first use.
 """
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Final
 
 from filtex_proton.plugin import FilterMessage
 
-__all__ = ["RETRIES", "Entry"]
+__all__ = ["REFUSED", "RETRIES", "Entry"]
 
 RETRIES: Final = 3
 """Times one consumer re-evaluates an entry after its filter ran out of evaluation budget."""
+REFUSED: Final = -1
+"""In an entry's ``notes``: the consumer answered ``modified(undeliverable-here)``."""
 
 
 class Entry:
     """A message in a node: queued (``owner is None``) or delivered and unsettled.
 
     ``pos`` is the entry's slot in its queue (the queue keeps delivered entries
-    in their slot, so a message that comes back is back in order); ``refused``
-    holds consumers that answered ``modified(undeliverable-here)``.
+    in their slot, so a message that comes back is back in order); ``notes``
+    holds, per consumer, what is rare: a refusal, retries after a filter ran out of time.
     """
 
-    __slots__ = ("browse_candidates", "candidates", "cost", "data", "epoch", "message", "owner",
-                 "pos", "refused", "retries", "size")
+    __slots__ = ("browse_candidates", "candidates", "data", "epoch", "fresh", "notes",
+                 "origin", "owner", "pos", "shares")
 
-    def __init__(self, message: FilterMessage) -> None:
-        self.message = message
-        self.data: bytes = message.data
-        self.size = len(self.data)
-        self.cost = 0
-        """What its queue charged the memory budget for it (``broker.nodes.budget``)."""
+    def __init__(self, data: bytes, origin: Hashable | None = None,
+                 message: FilterMessage | None = None, *, shares: int = 1) -> None:
+        self.data = data
+        self.origin = origin
+        """The identity of the connection the message arrived on (for no-local)."""
+        self.fresh = message
+        """The plugin's message it arrived as, while it is offered on arrival (the sections
+        the door check decoded are in it); None once queued (the queue drops it)."""
+        self.shares = shares
+        """How many entries (topic subscriptions) share ``data``: each is charged its share."""
         self.pos = -1
         self.owner: object | None = None
         """The consumer it is delivered to and not settled by (an entry needs only its
         identity)."""
-        self.refused: set[object] | None = None
-        self.retries: dict[object, int] | None = None
+        self.notes: dict[object, int] | None = None
+        """Per consumer: :data:`REFUSED`, or how many times it retried (see :meth:`retry`)."""
         self.candidates: tuple[object, ...] | None = None
         """The queue's consumers that could match it when it arrived (its node matcher's
         answer, in attach order); None if it arrived when there were none."""
@@ -49,19 +60,42 @@ class Entry:
         """How many consumers the queue had seen attach when ``candidates`` was taken: one
         attached later (a higher ``order``) is not among them and must evaluate."""
 
-    def retry(self, consumer: object) -> bool:
-        """Whether a consumer whose filter ran out of time on this entry should try again."""
-        if self.retries is None:
-            self.retries = {}
-        count = self.retries.get(consumer, 0)
-        self.retries[consumer] = count + 1
-        return count < RETRIES
+    @classmethod
+    def of(cls, message: FilterMessage, *, shares: int = 1) -> Entry:
+        """The entry of a message that just arrived (its decoded sections kept for the offer)."""
+        return cls(message.data, message.origin, message, shares=shares)
 
     @property
-    def origin(self) -> object:
-        """The identity of the connection the message arrived on (for no-local)."""
-        return self.message.origin
+    def message(self) -> FilterMessage:
+        """The plugin's message: the one it arrived as while it is offered, else made afresh
+        (a view over the bytes; each filter's first read decodes what it reads)."""
+        message = self.fresh
+        if message is None:
+            return FilterMessage(self.data, self.origin)
+        return message
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def refuse(self, consumer: object) -> None:
+        """The consumer answered ``modified(undeliverable-here)``: never offer it this again."""
+        if self.notes is None:
+            self.notes = {}
+        self.notes[consumer] = REFUSED
+
+    def refuses(self, consumer: object) -> bool:
+        notes = self.notes
+        return notes is not None and notes.get(consumer) == REFUSED
+
+    def retry(self, consumer: object) -> bool:
+        """Whether a consumer whose filter ran out of time on this entry should try again."""
+        if self.notes is None:
+            self.notes = {}
+        count = self.notes.get(consumer, 0)
+        self.notes[consumer] = count + 1
+        return count < RETRIES
 
     def __repr__(self) -> str:
         state = "queued" if self.owner is None else "delivered"
-        return f"<Entry {self.size} bytes at {self.pos} {state}>"
+        return f"<Entry {len(self.data)} bytes at {self.pos} {state}>"

@@ -2,8 +2,9 @@
 
 A delivery is read as raw bytes (``recv`` until it is no longer partial),
 checked at the door (the plugin's ``FilterMessage.validate``: the layout and
-every section but the body, decoded once and kept for the filters), stored in
-its node, and only then accepted and settled: at-least-once for senders that
+every section but the body, decoded once and kept for the filters that evaluate
+it on arrival; a queued entry keeps only the bytes, ``broker.nodes.entry``), stored
+in its node, and only then accepted and settled: at-least-once for senders that
 wait for the outcome. A malformed message is rejected with ``amqp:decode-error``
 naming the section and the problem, and never stored; the link and the
 connection go on.

@@ -33,7 +33,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import ClassVar, Final, Protocol, cast
 
-from broker.nodes.budget import MemoryBudget, message_cost
+from broker.nodes.budget import MemoryBudget, entry_cost
 from broker.nodes.entry import Entry
 from broker.nodes.node import Journal, Node, NodeLimits
 from filtex_proton.matcher import NodeMatcher, Verdict
@@ -112,21 +112,23 @@ class Queue(Node):
     # -- storage ---------------------------------------------------------------
 
     def publish(self, message: FilterMessage) -> None:
-        self.put(Entry(message))
+        self.put(Entry.of(message))
 
-    def put(self, entry: Entry) -> None:
-        """Append an entry and offer it to consumers."""
+    def put(self, entry: Entry, *, log: bool = True) -> None:
+        """Append an entry and offer it to consumers; then it keeps only its bytes (the
+        plugin's message it arrived with is dropped). ``log=False``: already in the journal
+        (recovery)."""
         entry.pos = len(self._slots)
         self._slots.append(entry)
-        if self.journal is not None:
-            self.journal.enqueue(entry)
+        journal = self.journal
+        if journal is not None and log:
+            journal.enqueue(entry)
         self.count += 1
         self.ready += 1
-        self.bytes += entry.size
+        self.bytes += len(entry.data)
         budget = self.budget
         if budget is not None:
-            entry.cost = cost = message_cost(entry.message)
-            budget.charge(cost)
+            budget.charge(entry_cost(entry, journal is not None))
         entry.epoch = self._attaches
         if self.consumers:
             if self._filtered < MATCHER_FROM:  # a few filters: evaluating each is cheaper
@@ -138,8 +140,10 @@ class Queue(Node):
                 self._offer(entry)
         if self.browsers:
             self._offer_to_browsers(entry)
+        entry.fresh = None  # compact from now on (docs/BROKER.md, "byte accounting")
 
-    put_back = put
+    def put_back(self, entry: Entry) -> None:
+        self.put(entry)
 
     def has_room(self) -> bool:
         limits = self.limits
@@ -154,14 +158,15 @@ class Queue(Node):
         if pos < 0:
             return
         self._slots[pos] = None
-        if self.journal is not None:
-            self.journal.ack(entry)
+        journal = self.journal
+        if journal is not None:
+            journal.ack(entry)
         entry.pos = -1
         entry.owner = None
         self.count -= 1
-        self.bytes -= entry.size
+        self.bytes -= len(entry.data)
         if self.budget is not None:
-            self.budget.credit(entry.cost)
+            self.budget.credit(entry_cost(entry, journal is not None))
         holes = len(self._slots) - self.count
         if holes > _COMPACT_MIN and holes > self.count:
             self._compact()
@@ -187,17 +192,19 @@ class Queue(Node):
             self._offer(entry)
 
     def resize(self, entry: Entry, data: bytes, message: FilterMessage) -> None:
-        """Replace an entry's bytes (a rewritten header), keeping the byte count right."""
-        self.bytes += len(data) - entry.size
-        if self.journal is not None:
-            self.journal.replace(entry, data)
+        """Replace an entry's bytes (a rewritten header; ``message`` is their plugin message,
+        for the matchers), keeping the byte count and the memory budget right."""
+        self.bytes += len(data) - len(entry.data)
+        journal = self.journal
+        if journal is not None:
+            journal.replace(entry, data)
+        budget = self.budget
+        if budget is not None:
+            budget.credit(entry_cost(entry, journal is not None))
         entry.data = data
-        entry.message = message
-        entry.size = len(data)
-        if self.budget is not None:
-            cost = message_cost(message)
-            self.budget.charge(cost - entry.cost)
-            entry.cost = cost
+        entry.shares = 1  # its own bytes now, no longer shared with other subscriptions
+        if budget is not None:
+            budget.charge(entry_cost(entry, journal is not None))
         # A filter may read what changed (delivery-count): index the new message again.
         if entry.candidates is not None:
             entry.candidates = self.matcher.candidates(message)
@@ -250,11 +257,12 @@ class Queue(Node):
                 self._filtered -= consumer.filter is not None
 
     def destroy(self) -> None:
+        journaled = self.journal is not None
+        if self.budget is not None:
+            self.budget.credit(sum(entry_cost(e, journaled) for e in self._slots if e is not None))
         if self.journal is not None:
             self.journal.drop()
             self.journal = None
-        if self.budget is not None:
-            self.budget.credit(sum(e.cost for e in self._slots if e is not None))
         self._slots = []
         self.count = self.ready = self.bytes = 0
 
@@ -281,11 +289,11 @@ class Queue(Node):
         retry: list[Outlet] = []
         said_no: set[Outlet] = set()
         message = entry.message
-        refused = entry.refused
+        notes = entry.notes
         for consumer in turn:
             if consumer.credit <= 0 or consumer.closed:
                 continue
-            if refused is not None and consumer in refused:
+            if notes is not None and entry.refuses(consumer):
                 continue
             verdict = self.matcher.verdict(consumer, message)
             if verdict is Verdict.MATCHED:
@@ -408,7 +416,7 @@ class Queue(Node):
                 if (candidates is not None and consumer.order <= entry.epoch
                         and consumer not in candidates):
                     continue  # the matcher ruled it out when the message arrived
-                if entry.refused is not None and consumer in entry.refused:
+                if entry.notes is not None and entry.refuses(consumer):
                     continue
                 if link_filter is not None and not link_filter.matches(entry.message):
                     if stats is not None and stats.budget_exceeded != misses:

@@ -87,6 +87,6 @@ class Registry:
                         entry.size, reason)
             return
         node = self.node(self.dead_letter_address)
-        node.put_back(Entry(entry.message))
+        node.put_back(Entry(entry.data, entry.origin))
         log.info("rejected message (%d bytes) moved to %r: %s",
                  entry.size, self.dead_letter_address, reason)

@@ -14,6 +14,7 @@ subscriber slows the publishers, it is never silently skipped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar
 
 from broker.nodes.budget import MemoryBudget
@@ -75,15 +76,18 @@ class Topic(Node):
         """Where its durable subscriptions log (``--data-dir``), if anywhere."""
 
     def publish(self, message: FilterMessage) -> None:
+        """Each matching subscription gets an entry of its own around the same bytes, and is
+        charged its share of them (``shares``): the bytes are held once, however many hold
+        them (docs/BROKER.md, "byte accounting")."""
         subscriptions = self.subscriptions
+        matched: Sequence[Subscription]
         if len(subscriptions) < MATCHER_FROM:  # a few: evaluating each is cheaper than indexing
-            for subscription in subscriptions:
-                link_filter = subscription.filter
-                if link_filter is None or link_filter.matches(message):
-                    subscription.queue.put(Entry(message))
-            return
-        for subscription in self.matcher.match(message).matched:
-            subscription.queue.put(Entry(message))
+            matched = [s for s in subscriptions if s.filter is None or s.filter.matches(message)]
+        else:
+            matched = self.matcher.match(message).matched
+        shares = len(matched)
+        for subscription in matched:
+            subscription.queue.put(Entry.of(message, shares=shares))
 
     def put_back(self, entry: Entry) -> None:
         self.publish(entry.message)

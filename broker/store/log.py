@@ -37,12 +37,12 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
     from broker.nodes.entry import Entry
 
-__all__ = ["COMPACT_MIN_BYTES", "Journal", "Recovered", "Store", "StoreLockedError"]
+__all__ = ["COMPACT_MIN_BYTES", "Account", "Journal", "Recovered", "Store", "StoreLockedError"]
 
 log = logging.getLogger("filtex.broker")
 
@@ -89,6 +89,15 @@ def parse(data: bytes) -> tuple[list[tuple[int, int, bytes]], int]:
         records.append((kind, ident, body[_FIXED:]))
         pos = stop
     return records, pos
+
+
+class Account(Protocol):
+    """Where the store's write buffers are charged while they wait for the disk (the broker's
+    memory budget, ``broker.nodes.budget.MemoryBudget``)."""
+
+    def charge(self, cost: int) -> None: ...
+
+    def credit(self, cost: int) -> None: ...
 
 
 class StoreLockedError(OSError):
@@ -196,8 +205,14 @@ class Journal:
 class Store:
     """The data directory: the logs, the writer thread, the group commit."""
 
-    def __init__(self, directory: Path, wake: Callable[[], None]) -> None:
+    def __init__(self, directory: Path, wake: Callable[[], None],
+                 account: Account | None = None) -> None:
         self.directory = directory
+        self.account = account
+        """Charged the bytes of records appended and not yet written (reactor thread)."""
+        self._released = 0
+        """Bytes the writer has written (or given up on) since :meth:`complete` last credited
+        the account (under the lock)."""
         directory.mkdir(parents=True, exist_ok=True)
         self._lock_fd = os.open(directory / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -318,20 +333,28 @@ class Store:
             journal.buffer += data
             journal.size += len(data)
             self._mark(journal)
+        if self.account is not None:
+            self.account.charge(len(data))
 
     def replace_image(self, journal: Journal, image: bytes) -> None:
         with self._cond:
+            freed = _pending(journal)
             journal.snapshot = image
             journal.buffer = bytearray()
             journal.size = len(image)
             journal.live = len(image)
             self._mark(journal)
+        if self.account is not None:
+            self.account.charge(len(image) - freed)
 
     def drop(self, journal: Journal) -> None:
         with self._cond:
+            freed = _pending(journal)
             journal.buffer = bytearray()
             journal.snapshot = None
             self._mark(journal)
+        if self.account is not None:
+            self.account.credit(freed)
 
     def _mark(self, journal: Journal) -> None:
         """One more change for the writer (called holding the lock); wake it if it sleeps."""
@@ -361,6 +384,9 @@ class Store:
         with self._cond:
             done, self._done = self._done, []
             broken, self._broken = self._broken, []
+            released, self._released = self._released, 0
+        if released and self.account is not None:
+            self.account.credit(released)  # those buffers are gone
         for journal in dict.fromkeys(broken):
             if not journal.dropped:
                 journal.compact()  # retried once per wake-up while the disk keeps failing
@@ -377,6 +403,7 @@ class Store:
                 if self._closing and not self._dirty and not self._waiting:
                     return
                 batch = [(j, j.snapshot, bytes(j.buffer), j.dropped) for j in self._dirty]
+                taken = sum(_pending(j) for j in self._dirty)
                 for journal in self._dirty:
                     journal.snapshot = None
                     journal.buffer = bytearray()
@@ -386,6 +413,7 @@ class Store:
             broken = self._write_batch(batch)
             ok = not broken
             with self._cond:
+                self._released += taken
                 self._batch_number += 1
                 if ok:
                     self._written = covered
@@ -397,7 +425,7 @@ class Store:
                                   for callback, registered in callbacks)
             if broken:
                 time.sleep(RETRY_PAUSE)  # then the reactor rewrites the broken logs
-            if callbacks or broken:
+            if callbacks or broken or taken:
                 self._wake()
 
     def _write_batch(
@@ -491,6 +519,12 @@ class Store:
                 self._close_file(journal)
         with contextlib.suppress(OSError):
             os.close(self._lock_fd)
+
+
+def _pending(journal: Journal) -> int:
+    """The bytes of a log waiting for the writer (its buffer and any compacted image)."""
+    snapshot = journal.snapshot
+    return len(journal.buffer) + (0 if snapshot is None else len(snapshot))
 
 
 def node_key(meta: dict[str, Any]) -> str:

@@ -43,7 +43,7 @@ def open_store(
     directory: Path, registry: Registry, plugin: FiltexPlugin, wake: Callable[[], None]
 ) -> Store:
     """Open the data directory and restore every node it holds into the registry."""
-    store = Store(directory, wake)
+    store = Store(directory, wake, account=registry.budget)
     registry.store = store
     recovered = store.recover()
     total = 0
@@ -102,13 +102,9 @@ def _compile(meta: dict[str, object], plugin: FiltexPlugin) -> LinkFilter | None
 
 def _load(queue: Queue, item: Recovered, plugin: FiltexPlugin) -> None:
     """Put the recovered messages back, in order, without logging them a second time."""
-    journal = queue.journal
-    assert journal is item.journal
-    queue.journal = None
-    try:
-        for ident, data in item.messages:
-            entry = Entry(plugin.message(data, origin=None))
-            queue.put(entry)
-            journal.adopt(entry, ident)
-    finally:
-        queue.journal = journal
+    journal = item.journal
+    assert queue.journal is journal
+    for ident, data in item.messages:
+        entry = Entry(data)
+        queue.put(entry, log=False)
+        journal.adopt(entry, ident)

@@ -273,6 +273,12 @@ class RawMessageView:
 
     __slots__ = ("_decoded", "_offsets", "_raw", "body_end", "body_offset", "data")
 
+    _raw: list[_Raw]
+    """Each section's (code, start, value, end)."""
+    _offsets: dict[str, int] | None
+    """Each section's value offset, by view key; None when every section there is has been
+    decoded (the door check's fast path), so a section not in ``_decoded`` is absent."""
+
     def __init__(self, data: bytes | bytearray | memoryview) -> None:
         buf = data if type(data) is bytes else bytes(data)
         self.data: bytes = buf
@@ -300,7 +306,9 @@ class RawMessageView:
         return [SectionSpan(_SPEC[c][1], c, s, v, e) for c, s, v, e in self._raw]
 
     def _load(self, key: str) -> Mapping[Any, Any] | None:
-        offset = self._offsets.get(key)
+        offsets = self._offsets
+        # None: the door check decoded every section there is, so one not decoded is absent
+        offset = None if offsets is None else offsets.get(key)
         entries: Mapping[Any, Any] | None
         if offset is None:
             entries = None

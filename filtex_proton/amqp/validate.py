@@ -291,8 +291,11 @@ def validate_view(view: RawMessageView) -> RawMessageView:
     decoded = view._decoded
     checks = _CHECKS
     key = ""
+    offsets = view._offsets
+    if offsets is None:  # made by the door check's fast path: checked already
+        return view
     try:
-        for key, offset in view._offsets.items():
+        for key, offset in offsets.items():
             decoded[key] = checks[key](buf, offset)
     except DecodeError as exc:
         raise InvalidMessageError(key, exc.reason, exc.offset) from None
@@ -445,7 +448,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     if n < 4 or buf[0] or buf[1] != 0x53:
         return _general(buf)  # not a section, or a descriptor other than smallulong
     spans: list[tuple[int, int, int, int]] = []
-    offsets: dict[str, int] = {}
     decoded: dict[str, Mapping[Any, Any] | None] = {}
     entries: _Fast
     code = buf[2]
@@ -466,7 +468,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                     return _general(buf)
             else:
                 return _general(buf)
-            offsets["header"] = 3
             decoded["header"] = entries
             spans.append((0x70, 0, 3, end))
             pos = end
@@ -479,7 +480,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return _general(buf)
-            offsets["delivery-annotations"] = value
             decoded["delivery-annotations"] = entries
             spans.append((0x71, pos, value, end))
             pos = end
@@ -492,7 +492,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return _general(buf)
-            offsets["message-annotations"] = value
             decoded["message-annotations"] = entries
             spans.append((0x72, pos, value, end))
             pos = end
@@ -542,7 +541,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                 entries = {}
             else:
                 return _general(buf)
-            offsets["properties"] = value
             decoded["properties"] = entries
             spans.append((0x73, pos, value, end))
             pos = end
@@ -593,7 +591,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                     entries[key], p = _decoders[c](buf, p + 1, 1)
             if p != end:
                 return _general(buf)
-            offsets["application-properties"] = value
             decoded["application-properties"] = entries
             spans.append((0x74, pos, value, end))
             pos = end
@@ -638,7 +635,6 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             entries, end = _fast_map(buf, value, n)
             if entries is None:
                 return _general(buf)
-            offsets["footer"] = value
             decoded["footer"] = entries
             spans.append((0x78, pos, value, end))
             pos = end
@@ -651,7 +647,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     view = _new_view(RawMessageView)
     view.data = buf
     view._raw = spans
-    view._offsets = offsets
+    view._offsets = None  # every section there is, is in ``_decoded``
     view.body_offset = body_offset
     view.body_end = body_end
     view._decoded = decoded

@@ -16,10 +16,13 @@ from broker.server import Broker
 
 from .broker_clients import (
     BrokerFactory,
+    TopicOption,
     bodies,
     connect,
+    message,
     nothing_more,
     refusal_of,
+    send,
     sql,
     wait_for,
 )
@@ -111,6 +114,19 @@ def test_refusals_are_listed_with_their_reasons(traffic: Traffic) -> None:
 
 
 # -- the peek and the tester -------------------------------------------------------------
+
+
+def test_a_topic_peek_lists_each_message_once(traffic: Traffic) -> None:
+    """Every subscription holds its own entry of a message, sharing its bytes: listed once."""
+    second = traffic.connection.create_receiver("news", name="all-news", options=TopicOption(),
+                                                credit=0)
+    sender = traffic.connection.create_sender("news", name="news-again", options=TopicOption())
+    send(sender, message("n3", region="eu"))
+    wait_for(lambda: node_of(api(traffic.running, "/api/overview"), "news")["depth"] >= 2,
+             "n3 held by both subscriptions")
+    peeked = api(traffic.running, "/api/messages?node=news&limit=10&body=1")
+    assert [m["message"]["body"] for m in peeked["messages"]].count(["n3"]) == 1
+    second.close()
 
 
 def test_messages_are_peeked_without_bodies_unless_asked(traffic: Traffic) -> None:
