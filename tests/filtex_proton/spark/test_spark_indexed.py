@@ -9,6 +9,7 @@ a NULL, a value of another type) would show here.
 
 from __future__ import annotations
 
+import io
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -230,3 +231,17 @@ def test_addresses_still_prune_an_indexed_archive(spark: SparkSession, indexed: 
         want = sum(1 for n in range(len(MESSAGES)) if ADDRESSES[n % len(ADDRESSES)] == address)
         assert df.count() == want
         assert {row["address"] for row in df.select("address").distinct().collect()} == {address}
+
+
+def test_select_out_of_an_indexed_archive_is_a_plain_archive(spark: SparkSession, indexed: Path,
+                                                            tmp_path: Path) -> None:
+    """``filtex-spark select --out`` writes the archive's columns (plain layout): Spark cannot
+    write the index metadata, and files with unknown columns would be refused."""
+    from filtex_proton.spark.cli import main
+
+    target = tmp_path / "selected"
+    status = main(["select", "--archive", str(indexed), "--filter", "region = 'AMER'",
+                   "--out", str(target), "--count"], stdout=io.StringIO())
+    assert status == 0
+    got = sorted(bytes(r["raw"]) for r in read_archive(spark, target).select("raw").collect())
+    assert got == sorted(MESSAGES[m] for m in _engine(_sql("region = 'AMER'")))
