@@ -19,6 +19,14 @@ column with pyarrow), checks that all three count the same matches, and
 prints the ratios. The Column path is also measured with Parquet filter
 pushdown off ("no skipping"): every row group read, none skipped by its
 statistics and dictionaries. Results go into docs/PERFORMANCE.md.
+
+Indexed layout (issue 20): the same segments are also rewritten with an
+``ArchiveIndex`` (``reindex_archive``: sorted segments, Bloom filters, page
+index; the application property ``customer`` indexed, as ``--archive-index
+customer`` does), and
+selective equality filters (1 match in 100,000) are counted on both layouts,
+with the bytes Spark read (its stages' input metrics) and the rows its Parquet
+scan returned after skipping.
 """
 
 from __future__ import annotations
@@ -33,16 +41,21 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from proton import timestamp, ubyte
 
 from filtex_proton.amqp.message import RawMessageView, encode_message
-from filtex_proton.archive import archive_dataset
+from filtex_proton.archive import ArchiveIndex, archive_dataset, reindex_archive
 from filtex_proton.spark import (
     ArchiveWriter,
     apply_filter,
     as_filter_set,
     explain,
+    measure_read,
     read_archive,
     spark_session,
 )
@@ -55,6 +68,16 @@ EVENTS = ["order.updated", "order.shipped", "order.cancelled", "payment.received
           "payment.refunded", "invoice.sent", "customer.created", "cart.abandoned"]
 REGIONS = ["AMER", "EMEA", "APJ"]
 EVERY = 100_000
+CUSTOMERS = 100_000  # customer = 'c<n>': 1 message in 100,000 on average
+SELECTIVE = {
+    "subject (field)": "p.subject = 'order.created'",
+    "customer (app. property)": "customer = 'c4242'",
+    "customer IN (2 values)": "customer IN ('c4242', 'c77')",
+    "RabbitMQ filter": FILTER,
+}
+#: The indexed layouts: as ``--archive-index customer`` writes (sorted by customer first), and
+#: as the broker writes without ``--archive-index`` (sorted by subject first).
+LAYOUTS = {"indexed": ArchiveIndex(properties=("customer",)), "subject": ArchiveIndex()}
 RABBITMQ = {"SQL only": 404_645, "with Bloom filter": 4_870_000}
 
 
@@ -76,7 +99,8 @@ def _generate(part: int, parts: int, size: int, directory: str, base_ms: int) ->
                 header={"priority": ubyte(priority)},
                 properties={"subject": subject,
                             "creation-time": timestamp(created + rng.randrange(3_600_000))},
-                application_properties={"region": region},
+                application_properties={"region": region,
+                                        "customer": f"c{rng.randrange(CUSTOMERS)}"},
                 body=rng.randbytes(40),
                 body_kind="data",
             )
@@ -84,12 +108,14 @@ def _generate(part: int, parts: int, size: int, directory: str, base_ms: int) ->
 
 
 def archive(cache: Path, size: int) -> Path:
-    """The archive of ``size`` messages under ``cache``, generated unless already there."""
+    """The archive of ``size`` messages under ``cache`` (and its indexed twin beside it,
+    ``-indexed``), generated unless already there."""
     directory = cache / f"rabbitmq-{size}"
     marker = directory / "_GENERATED.json"
-    if marker.exists() and json.loads(marker.read_text())["size"] == size:
+    if marker.exists() and json.loads(marker.read_text()).get("layouts") == sorted(LAYOUTS):
         return directory
-    shutil.rmtree(directory, ignore_errors=True)
+    for old in (directory, *(twin(directory, layout) for layout in LAYOUTS)):
+        shutil.rmtree(old, ignore_errors=True)
     directory.mkdir(parents=True)
     parts = max(1, os.cpu_count() or 1)
     started = time.perf_counter()
@@ -97,10 +123,20 @@ def archive(cache: Path, size: int) -> Path:
     with multiprocessing.Pool(parts) as pool:
         pool.starmap(_generate, [(p, parts, size, str(directory), base_ms) for p in range(parts)])
     took = time.perf_counter() - started
-    marker.write_text(json.dumps({"size": size, "generated_ms": base_ms, "seconds": took}))
-    print(f"generated {size:,} messages in {took:.0f} s ({size / took:,.0f} msg/s, "
-          f"{_bytes(directory) / 2**20:,.0f} MiB)")
+    started = time.perf_counter()
+    # The same segments, sorted and indexed, exactly as ArchiveWriter(index=...) writes them.
+    for layout, index in LAYOUTS.items():
+        segments = reindex_archive(directory, index, target=twin(directory, layout), fsync=False)
+    print(f"indexed {segments} segments twice in {time.perf_counter() - started:.0f} s")
+    marker.write_text(json.dumps({"size": size, "generated_ms": base_ms, "seconds": took,
+                                  "layouts": sorted(LAYOUTS)}))
+    print(f"generated {size:,} messages in {took:.0f} s")
     return directory
+
+
+def twin(directory: Path, layout: str) -> Path:
+    """Where the archive in an indexed layout is."""
+    return directory.with_name(f"{directory.name}-{layout}")
 
 
 def _bytes(directory: Path) -> int:
@@ -117,6 +153,17 @@ def in_process(directory: Path) -> int:
             if matches(view(data)):
                 count += 1
     return count
+
+
+def engine_counts(directory: Path, filters: dict[str, str]) -> dict[str, int]:
+    """How many messages each filter matches by the engine (one pass over the raw bytes)."""
+    sets = {name: as_filter_set(text) for name, text in filters.items()}
+    counts = dict.fromkeys(filters, 0)
+    for batch in archive_dataset(directory).to_batches(columns=["raw"], batch_size=65_536):
+        for data in batch.column(0).to_pylist():
+            for name, filter_set in sets.items():
+                counts[name] += filter_set.matches(RawMessageView(data))
+    return counts
 
 
 def timed(function: Callable[[], int], repeat: int) -> tuple[float, int]:
@@ -189,7 +236,43 @@ def main() -> None:
     for label, rate in RABBITMQ.items():
         print(f"spark column path / RabbitMQ published ({label}, {rate:,} msg/s): "
               f"{rates['spark column path'] / rate:.1f}x")
+    selective(spark, directory, size, args.repeat, engine=not args.skip_in_process)
     spark.stop()
+
+
+def selective(spark: SparkSession, directory: Path, size: int, repeat: int, *,
+              engine: bool) -> None:
+    """Selective filters on the old and the indexed layout: time, bytes and rows read."""
+    print(f"\nold layout {_bytes(directory) / 2**20:,.1f} MiB")
+    frames = {"old": read_archive(spark, directory)}
+    for layout, index in LAYOUTS.items():
+        path = twin(directory, layout)
+        print(f"{layout} layout ({', '.join(index.columns)}): {_bytes(path) / 2**20:,.1f} MiB "
+              f"({_bytes(path) / _bytes(directory) - 1:+.1%})")
+        frames[layout] = read_archive(spark, path)
+    expected = engine_counts(directory, SELECTIVE) if engine else {}
+    print("\n(MiB read: what the Spark JVM read, /proc/PID/io rchar; rows read: Spark's input "
+          "records after skipping)")
+    print(f"\n{'filter':26} {'layout':8} {'seconds':>8} {'msg/s':>14} {'MiB read':>9} "
+          f"{'rows read':>11} {'matches':>8}")
+    for name, text in SELECTIVE.items():
+        rates: dict[str, float] = {}
+        counts: set[int] = set()
+        for layout, df in frames.items():
+            def count(df: Any = df, text: str = text) -> int:
+                return apply_filter(df, text, path="column").count()
+            seconds, matches = timed(count, repeat)
+            read = measure_read(spark, count)
+            counts |= {matches, read.result}
+            rates[layout] = size / seconds
+            print(f"{name:26} {layout:8} {seconds:8.2f} {rates[layout]:14,.0f} "
+                  f"{(read.bytes or 0) / 2**20:9.1f} {read.records:11,} {matches:8,}")
+        if name in expected:
+            counts.add(expected[name])
+        assert len(counts) == 1, f"{name}: the layouts (or the engine) disagree: {counts}"
+        print(f"{'':26} vs old: " + ", ".join(f"{layout} {rates[layout] / rates['old']:.1f}x"
+                                              for layout in LAYOUTS)
+              + (" (counts = the engine's)" if name in expected else ""))
 
 
 if __name__ == "__main__":

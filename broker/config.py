@@ -81,6 +81,8 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "archive": (str, "archive every message a node accepts, as Parquet, in this directory"),
     "archive_max_pending_bytes": (int, "bytes queued for the archive writer before producers "
                                   "stall"),
+    "archive_index_fields": (bool, "index subject, to, group-id and creation-time in the "
+                             "archive's segments (sorted, Bloom filters, page index)"),
     "upstream_ca": (str, "relay mode, amqps://: PEM file of CAs trusted for the upstream"),
     "upstream_cert": (str, "relay mode, amqps://: PEM client certificate for the upstream"),
     "upstream_key": (str, "relay mode, amqps://: PEM private key of --upstream-cert"),
@@ -163,8 +165,8 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
             settings["data_dir"] = Path(str(value)) if value else None
         elif key == "disabled":
             settings["disabled"] = tuple(str(v) for v in value)
-        elif key == "archive_nodes":
-            settings["archive_nodes"] = tuple(str(v) for v in value)
+        elif key in ("archive_nodes", "archive_index"):
+            settings[key] = tuple(str(v) for v in value)
         elif key in _SCALARS:
             settings[key] = _convert(key, _SCALARS[key][0], value, where)
         else:
@@ -190,6 +192,8 @@ def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
         settings["disabled"] = tuple(split_list(text))
     if (text := env.get(ENV_PREFIX + "ARCHIVE_NODES")) is not None:
         settings["archive_nodes"] = tuple(split_list(text))
+    if (text := env.get(ENV_PREFIX + "ARCHIVE_INDEX")) is not None:
+        settings["archive_index"] = tuple(split_list(text))
     for name, (kind, _) in _SCALARS.items():
         var = ENV_PREFIX + name.upper()
         if (text := env.get(var)) is not None:
@@ -235,6 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--archive-node", action="append", metavar="PATTERN", dest="archive_nodes",
         help="with --archive: archive only addresses matching this glob (repeatable; "
         "default: every node)",
+    )
+    parser.add_argument(
+        "--archive-index", action="append", metavar="KEY", dest="archive_index",
+        help="with --archive: index this application property in the archive's segments, so "
+        "that Spark reads little for an equality on it (repeatable; the first sorts them)",
     )
     group = parser.add_argument_group("broker settings")
     for name, (kind, text) in _SCALARS.items():
@@ -287,6 +296,8 @@ def load_config(
         settings["disabled"] = tuple(args.disable)
     if args.archive_nodes:
         settings["archive_nodes"] = tuple(args.archive_nodes)
+    if args.archive_index:
+        settings["archive_index"] = tuple(args.archive_index)
     for name, (kind, _) in _SCALARS.items():
         value = getattr(args, name)
         if value is not None:
@@ -338,6 +349,11 @@ def _validate(config: BrokerConfig) -> None:
         validate_console(config)
     if config.archive_nodes and not config.archive:
         raise ConfigError("archive_nodes needs archive (the directory to archive to)")
+    if config.archive_index and not config.archive:
+        raise ConfigError("archive_index needs archive (the directory to archive to)")
+    if "" in config.archive_index or len(set(config.archive_index)) != len(config.archive_index):
+        raise ConfigError(f"archive_index: application property keys must be distinct and "
+                          f"non-empty, not {list(config.archive_index)}")
     if config.data_dir is not None and config.upstream:
         raise ConfigError("data_dir: a relay (upstream) holds no nodes to store; use --data-dir "
                           "on the upstream broker")

@@ -77,6 +77,10 @@ class BrokerConfig:
     """Glob patterns of the addresses archived; empty: every node (with ``archive``)."""
     archive_max_pending_bytes: int = 64 * 1024 * 1024
     """Bytes queued for the archive writer before producers to archived nodes stall."""
+    archive_index: tuple[str, ...] = ()
+    """Application property keys the archive indexes (docs/ARCHIVE.md), the first sorting."""
+    archive_index_fields: bool = True
+    """Index subject, to, group-id and creation-time in the archive (sorted, Bloom filters)."""
     upstream_ca: str = ""
     """Relay mode, amqps://: PEM file of the CAs trusted for the upstream's certificate."""
     upstream_cert: str = ""

@@ -115,9 +115,15 @@ class Archiver(RoomToWait):
         *,
         max_pending_bytes: int = 64 * 2**20,
         wake: Callable[[], None] = lambda: None,
+        index: tuple[str, ...] = (),
+        index_fields: bool = False,
     ) -> None:
         super().__init__()
         self.directory = directory
+        self.index = index
+        """Application property keys the writer indexes (``ArchiveIndex.properties``)."""
+        self.index_fields = index_fields
+        """Whether it indexes the properties fields too (``ArchiveIndex.fields``)."""
         self.patterns = patterns
         """Glob patterns (``fnmatch``) on the address; empty: every node is archived."""
         self.max_pending_bytes = max_pending_bytes
@@ -258,7 +264,8 @@ class Archiver(RoomToWait):
 
     def _start_process(self) -> WriterProcess:
         return WriterProcess(self.directory, self._on_progress, self._event.set,
-                             retain_bytes=max(RETAIN_BYTES, self.max_pending_bytes))
+                             retain_bytes=max(RETAIN_BYTES, self.max_pending_bytes),
+                             index=self.index, index_fields=self.index_fields)
 
     def _restart(self) -> bool:
         """The writer died: start another and send it what is unwritten; False if given up."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import logging
 import os
 import select
@@ -144,16 +145,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Serve one broker: 0 after a clean close, 1 if the archive cannot be opened."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    directory, level, retain_bytes = list(sys.argv[1:] if argv is None else argv)
+    directory, level, retain_bytes, indexing = list(sys.argv[1:] if argv is None else argv)
     sink = os.dup(1)  # the progress pipe; fd 1 now goes to stderr with the logs
     os.dup2(2, 1)
     logging.basicConfig(level=level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s[writer %(process)d]: "
                                "%(message)s")
     try:  # imported only now: nothing may write to the progress pipe but us
-        from filtex_proton.archive import ArchiveWriter
+        from filtex_proton.archive import INDEXABLE_FIELDS, ArchiveIndex, ArchiveWriter
 
-        writer = ArchiveWriter(directory, handle_sigterm=False)
+        wanted = json.loads(indexing)
+        index = None
+        if wanted["properties"] or wanted["fields"]:
+            index = ArchiveIndex(tuple(wanted["properties"]),
+                                 INDEXABLE_FIELDS if wanted["fields"] else ())
+        writer = ArchiveWriter(directory, handle_sigterm=False, index=index)
     except Exception as exc:
         write_frame(sink, FAILED, f"cannot open the archive {directory}: {exc}".encode())
         return 1

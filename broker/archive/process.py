@@ -8,6 +8,7 @@ so a terminal's Ctrl-C goes to the broker only, which then closes the archive.
 
 from __future__ import annotations
 
+import json
 import logging
 import select
 import subprocess
@@ -37,11 +38,13 @@ class WriterProcess:
     called) when its output ends."""
 
     def __init__(self, directory: Path, on_progress: Callable[[Progress], None],
-                 on_exit: Callable[[], None], *, retain_bytes: int) -> None:
+                 on_exit: Callable[[], None], *, retain_bytes: int,
+                 index: tuple[str, ...] = (), index_fields: bool = False) -> None:
         level = logging.getLevelName(log.getEffectiveLevel())
+        indexing = json.dumps({"properties": list(index), "fields": index_fields})
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "broker.archive.child", str(directory), str(level),
-             str(retain_bytes)],
+             str(retain_bytes), indexing],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
         )
         self.pid = self._proc.pid

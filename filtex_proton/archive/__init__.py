@@ -11,6 +11,13 @@ Only :mod:`pyarrow` is needed (no Spark): the broker's ``--archive`` writes with
 :func:`read_archive_table` or build rows with :func:`message_row`.
 """
 
+from filtex_proton.archive.index import (
+    INDEXABLE_FIELDS,
+    ArchiveIndex,
+    common_index_columns,
+    index_column,
+    segment_index,
+)
 from filtex_proton.archive.layout import (
     MAX_DIRECTORY_BYTES,
     address_directory,
@@ -21,11 +28,13 @@ from filtex_proton.archive.reader import (
     READABLE_VERSIONS,
     ArchiveVersionError,
     archive_dataset,
+    archive_segments,
     check_archive,
     iter_raw,
     read_archive_table,
     segment_version,
 )
+from filtex_proton.archive.reindex import reindex_archive
 from filtex_proton.archive.rows import (
     describe_typed,
     message_row,
@@ -44,12 +53,13 @@ from filtex_proton.archive.schema import (
     TYPED_MAP,
     TYPED_VALUE,
 )
-from filtex_proton.archive.writer import ArchiveStats, ArchiveWriter
+from filtex_proton.archive.writer import ArchiveStats, ArchiveWriter, write_segment
 
 __all__ = [
     "ARCHIVE_SCHEMA",
     "COLUMN_OF_FIELD",
     "DECIMAL_SCALE",
+    "INDEXABLE_FIELDS",
     "KEY_TYPES",
     "MAP_COLUMNS",
     "MAX_DIRECTORY_BYTES",
@@ -58,20 +68,27 @@ __all__ = [
     "SCHEMA_VERSION",
     "TYPED_MAP",
     "TYPED_VALUE",
+    "ArchiveIndex",
     "ArchiveStats",
     "ArchiveVersionError",
     "ArchiveWriter",
     "address_directory",
     "address_partition",
     "archive_dataset",
+    "archive_segments",
     "arrival_date",
     "check_archive",
+    "common_index_columns",
     "describe_typed",
+    "index_column",
     "iter_raw",
     "message_row",
     "read_archive_table",
+    "reindex_archive",
     "rows_to_table",
+    "segment_index",
     "segment_version",
     "typed_key",
     "typed_value",
+    "write_segment",
 ]

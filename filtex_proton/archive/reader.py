@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
+from filtex_proton.archive.index import ArchiveIndex, segment_index
 from filtex_proton.archive.schema import (
     ARCHIVE_SCHEMA,
     PARTITIONING,
@@ -23,6 +24,7 @@ __all__ = [
     "READABLE_VERSIONS",
     "ArchiveVersionError",
     "archive_dataset",
+    "archive_segments",
     "check_archive",
     "iter_raw",
     "read_archive_table",
@@ -72,13 +74,23 @@ def segment_version(schema: pa.Schema, where: str) -> int:
     return version
 
 
+def archive_segments(directory: str | os.PathLike[str]
+                     ) -> list[tuple[str, int, ArchiveIndex | None]]:
+    """Every segment file, its checked schema version and its index (one footer read per
+    file). Raises :class:`ArchiveVersionError` at the first segment this code cannot read."""
+    dataset = pads.dataset(os.fspath(directory), format="parquet", partitioning=PARTITIONING)
+    found: list[tuple[str, int, ArchiveIndex | None]] = []
+    for path in dataset.files:
+        schema = pq.read_schema(path, filesystem=dataset.filesystem)
+        found.append((path, segment_version(schema, path), segment_index(schema)))
+    return found
+
+
 def check_archive(directory: str | os.PathLike[str]) -> dict[int, int]:
     """Check every segment's schema version (one footer read per file); returns how many
     segments each version has. Raises :class:`ArchiveVersionError` at the first bad one."""
-    dataset = pads.dataset(os.fspath(directory), format="parquet", partitioning=PARTITIONING)
     counts: dict[int, int] = {}
-    for path in dataset.files:
-        version = segment_version(pq.read_schema(path, filesystem=dataset.filesystem), path)
+    for _, version, _ in archive_segments(directory):
         counts[version] = counts.get(version, 0) + 1
     return counts
 

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from filtex_proton.archive.index import INDEX_KEY, ArchiveIndex
 from filtex_proton.archive.layout import address_directory
 from filtex_proton.archive.rows import message_row
 from filtex_proton.archive.schema import ARCHIVE_SCHEMA
@@ -25,6 +26,7 @@ from filtex_proton.archive.schema import ARCHIVE_SCHEMA
 __all__ = [
     "ArchiveStats",
     "ArchiveWriter",
+    "write_segment",
 ]
 
 log = logging.getLogger("filtex.archive")
@@ -55,7 +57,9 @@ class ArchiveWriter:
 
     Row groups of ``row_group_rows`` let Spark skip the ones whose statistics
     and dictionaries rule a filter out (``p.subject = 'x'`` reads only the row
-    groups that hold an ``x``).
+    groups that hold an ``x``). With ``index`` (:class:`ArchiveIndex`) each segment is
+    also sorted by its keys and gets Bloom filters, a page index and small pages, so that an
+    equality on an indexed key reads a few pages of a few row groups.
 
     Safe for a long-running broker: buffering is bounded (``segment_rows`` per
     partition, ``max_buffer_bytes`` in all), segments appear atomically (written
@@ -78,6 +82,7 @@ class ArchiveWriter:
         row_group_rows: int = 16_384,
         fsync: bool = True,
         handle_sigterm: bool = True,
+        index: ArchiveIndex | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -87,6 +92,7 @@ class ArchiveWriter:
         self.compression = compression
         self.row_group_rows = row_group_rows
         self.fsync = fsync
+        self.index = index
         self.stats = ArchiveStats()
         self._lock = threading.RLock()
         self._partitions: dict[tuple[str, str, bool], _Partition] = {}
@@ -246,24 +252,43 @@ class ArchiveWriter:
                   f"regular={'true' if regular else 'false'}")
         name = (f"part-{partition.rows[0]['arrival_ms']:013d}-{self._writer_id}-"
                 f"{next(self._segments):06d}.parquet")
-        temporary = folder / f".{name}.tmp"
         try:
-            folder.mkdir(parents=True, exist_ok=True)
             # The partition columns are in the rows too; from_pylist takes the schema's only.
             table = pa.Table.from_pylist(partition.rows, schema=ARCHIVE_SCHEMA)
-            pq.write_table(table, temporary, compression=self.compression,
-                           row_group_size=self.row_group_rows)
-            if self.fsync:
-                _fsync(temporary)
-            os.replace(temporary, folder / name)
-            if self.fsync:
-                _fsync(folder, directory=True)
+            write_segment(table, folder / name, compression=self.compression,
+                          row_group_rows=self.row_group_rows, index=self.index,
+                          fsync=self.fsync)
         except Exception:
             self.stats.dropped += len(partition.rows)
-            temporary.unlink(missing_ok=True)
             raise
         self.stats.written += len(partition.rows)
         self.stats.segments += 1
+
+
+def write_segment(table: pa.Table, path: Path, *, compression: str = "zstd",
+                  row_group_rows: int = 16_384, index: ArchiveIndex | None = None,
+                  fsync: bool = True) -> None:
+    """Write one segment file atomically (a hidden temporary name, fsynced, renamed, the
+    directory fsynced), sorted and indexed as ``index`` says."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        options: dict[str, Any] = {}
+        if index is not None:
+            table = index.apply(table)
+            options = index.write_options(table, row_group_rows)
+            table = table.replace_schema_metadata(
+                {**(table.schema.metadata or {}), INDEX_KEY: index.metadata()})
+        pq.write_table(table, temporary, compression=compression,
+                       row_group_size=row_group_rows, **options)
+        if fsync:
+            _fsync(temporary)
+        os.replace(temporary, path)
+        if fsync:
+            _fsync(path.parent, directory=True)
+    except Exception:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def _fsync(path: Path, *, directory: bool = False) -> None:

@@ -14,11 +14,13 @@ touch Spark import it when called.
 from filtex_proton.archive import (
     ARCHIVE_SCHEMA,
     SCHEMA_VERSION,
+    ArchiveIndex,
     ArchiveStats,
     ArchiveWriter,
     message_row,
     read_archive_table,
 )
+from filtex_proton.spark.metrics import Read, measure_read
 from filtex_proton.spark.plan import FilterPlan, Plan, apply_filter, as_filter_set, explain, plan
 from filtex_proton.spark.session import read_archive, spark_session, use_this_python
 from filtex_proton.spark.udf import matches_raw
@@ -26,14 +28,17 @@ from filtex_proton.spark.udf import matches_raw
 __all__ = [
     "ARCHIVE_SCHEMA",
     "SCHEMA_VERSION",
+    "ArchiveIndex",
     "ArchiveStats",
     "ArchiveWriter",
     "FilterPlan",
     "Plan",
+    "Read",
     "apply_filter",
     "as_filter_set",
     "explain",
     "matches_raw",
+    "measure_read",
     "message_row",
     "plan",
     "read_archive",

@@ -214,10 +214,14 @@ def _shown(row: Any) -> str:
 
 def _as_stored(df: DataFrame) -> DataFrame:
     """The rows with ``address`` as the archive stores it: shortened where too long for a
-    directory name (the real one stays in ``long_address``)."""
+    directory name (the real one stays in ``long_address``), and the archive's columns only
+    (an indexed archive's ``index_<key>`` columns would make the files unreadable as
+    segments: Spark cannot stamp the index in their metadata)."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    from filtex_proton.archive import address_partition
+    from filtex_proton.archive import ARCHIVE_SCHEMA, PARTITION_COLUMNS, address_partition
+
+    df = df.select(*(F.col(f"`{name}`") for name in (*ARCHIVE_SCHEMA.names, *PARTITION_COLUMNS)))
 
     long = [row[0] for row in df.where(F.col("long_address").isNotNull())
             .select("long_address").distinct().collect()]

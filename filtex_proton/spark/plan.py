@@ -22,6 +22,7 @@ from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.spark import ir
+from filtex_proton.spark.hints import index_hint
 from filtex_proton.spark.translate import Translator, UntranslatableError, residual_sql
 from filtex_proton.sql import ast
 
@@ -129,7 +130,11 @@ class Plan:
         raw = F.col("raw")
         if self.mode == "udf":
             return df.where(match_udf(self.described, self.limits)(raw))
-        regular = df.where(F.col("regular") & ir.to_column(self.column_predicate))
+        predicate = self.column_predicate
+        # An indexed archive's index columns: a conjunct the predicate implies, for Spark's
+        # Parquet reader to skip by (the same rows match).
+        predicate = ir.and_(index_hint(predicate, df.columns), predicate)
+        regular = df.where(F.col("regular") & ir.to_column(predicate))
         residual = self.residual
         if residual:
             regular = regular.where(match_udf(residual, self.limits)(raw))

@@ -24,7 +24,8 @@ from filtex_proton.archive import (
     ARCHIVE_SCHEMA,
     PARTITION_COLUMNS,
     address_partition,
-    check_archive,
+    archive_segments,
+    common_index_columns,
 )
 
 if TYPE_CHECKING:
@@ -107,11 +108,13 @@ def _spark_type(arrow_type: pa.DataType) -> DataType:
     raise TypeError(f"no Spark type for {arrow_type}")
 
 
-def archive_spark_schema() -> StructType:
-    """The archive's columns as Spark reads them, the partition columns last."""
+def archive_spark_schema(index_columns: Iterable[str] = ()) -> StructType:
+    """The archive's columns as Spark reads them (and these application property index
+    columns), the partition columns last."""
     from pyspark.sql import types as T  # noqa: N812
 
     fields = [T.StructField(f.name, _spark_type(f.type), f.nullable) for f in ARCHIVE_SCHEMA]
+    fields += [T.StructField(name, T.StringType(), True) for name in index_columns]
     fields += [T.StructField(name, T.BooleanType() if name == "regular" else T.StringType(), True)
                for name in PARTITION_COLUMNS]
     return T.StructType(fields)
@@ -126,14 +129,24 @@ def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
     ``address`` is the real address also where the directory holds a shortened one
     (``long_address`` is set there). ``addresses`` is applied to the directory
     names first, so that Spark reads only their directories.
+
+    The ``index_<key>`` columns of the application properties that every segment indexes
+    (docs/ARCHIVE.md) are columns of the DataFrame too, and Spark then reads exactly the
+    segments checked (one written meanwhile without them would read NULL there);
+    :func:`~filtex_proton.spark.apply_filter` uses them to let Spark skip what cannot match.
     """
     from pyspark.sql import functions as F  # noqa: N812
 
     path = os.fspath(directory)
+    indexes: list[str] = []
+    reading = [path]
     if os.path.isdir(path):  # a local archive: refuse newer schema versions before Spark reads
-        check_archive(path)  # (a remote URL is read as it is: its footers are Spark's to read)
-    df = (spark.read.schema(archive_spark_schema()).option("basePath", path)
-          .option("recursiveFileLookup", "false").parquet(path))
+        segments = archive_segments(path)  # (a remote URL is read as it is: Spark reads its
+        indexes = sorted(common_index_columns(i for _, _, i in segments))  # footers itself)
+        if indexes:
+            reading = [file for file, _, _ in segments]
+    df = (spark.read.schema(archive_spark_schema(indexes)).option("basePath", path)
+          .option("recursiveFileLookup", "false").parquet(*reading))
     wanted = None if addresses is None else list(dict.fromkeys(addresses))
     if wanted is not None:
         df = df.where(F.col("address").isin([address_partition(a) for a in wanted]))

@@ -166,6 +166,38 @@ def test_archive_nodes_archives_only_matching_addresses(
     assert [v["long"] for v in table.column("message_id").to_pylist()] == [1, 3, 4]
 
 
+def test_archive_index_sorts_and_indexes_the_segments_the_broker_writes(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    """``--archive-index region``: the writer process indexes the property (and the fields),
+    and reading the archive back gives every message, in archive order."""
+    import pyarrow.parquet as pq
+
+    from filtex_proton.archive import ArchiveIndex, archive_segments, index_column
+
+    running = broker_factory(archive=str(tmp_path), archive_index=("region",))
+    regions = ["EMEA", "AMER", "APJ", "AMER", "EMEA", "AMER"]
+    send_all(running.url, "orders", [order(i, r) for i, r in enumerate(regions)])
+    stop(running)
+    segments = archive_segments(tmp_path)
+    assert [index for _, _, index in segments] == [ArchiveIndex(("region",))]
+    table = pq.read_table(segments[0][0])
+    assert table.column(index_column("region")).to_pylist() == sorted(f"={r}" for r in regions)
+    archived = read_archive_table(tmp_path, ["message_id"]).column("message_id").to_pylist()
+    assert [v["long"] for v in archived] == list(range(len(regions)))
+
+
+def test_without_archive_index_fields_the_broker_writes_the_plain_layout(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    from filtex_proton.archive import archive_segments
+
+    running = broker_factory(archive=str(tmp_path), archive_index_fields=False)
+    send_all(running.url, "orders", [order(1, "EMEA")])
+    stop(running)
+    assert [index for _, _, index in archive_segments(tmp_path)] == [None]
+
+
 def test_without_archive_nodes_every_node_is_archived_and_dead_letters_are_not_producers(
     broker_factory: BrokerFactory, tmp_path: Path,
 ) -> None:
@@ -527,6 +559,20 @@ def test_archive_settings_from_flags_environment_and_toml(tmp_path: Path) -> Non
     assert (config.archive, config.archive_nodes) == ("/c", ("orders.*",))
     with pytest.raises(ConfigError, match="archive_nodes needs archive"):
         load_config(["--archive-node", "x"], env={})
+    config = load_config(["--archive", "/a", "--archive-index", "region", "--archive-index",
+                          "customer id", "--no-archive-index-fields"], env={})
+    assert (config.archive_index, config.archive_index_fields) == (
+        ("region", "customer id"), False)
+    config = load_config([], env={"FILTEX_ARCHIVE": "/b", "FILTEX_ARCHIVE_INDEX": "a,b",
+                                  "FILTEX_ARCHIVE_INDEX_FIELDS": "false"})
+    assert (config.archive_index, config.archive_index_fields) == (("a", "b"), False)
+    toml.write_text('[broker]\narchive = "/c"\narchive_index = ["region"]\n')
+    config = load_config(["--config", str(toml)], env={})
+    assert (config.archive_index, config.archive_index_fields) == (("region",), True)
+    with pytest.raises(ConfigError, match="archive_index needs archive"):
+        load_config(["--archive-index", "x"], env={})
+    with pytest.raises(ConfigError, match="distinct and non-empty"):
+        load_config(["--archive", "/a", "--archive-index", "x", "--archive-index", "x"], env={})
     with pytest.raises(ConfigError, match="relay"):
         load_config(["--archive", "/a", "--upstream", "amqp://h:1"], env={})
 

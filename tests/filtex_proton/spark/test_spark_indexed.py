@@ -1,0 +1,247 @@
+"""The indexed layout (ArchiveIndex): the same answers as the engine, and less read.
+
+The seeded corpus is written again with an index on four application properties and on the
+properties fields, in row groups of 64 rows and pages of 16, so that Spark's Parquet reader
+really skips row groups and pages on this small archive. Every answer is compared with the
+engine's, message by message: an index that dropped a matching message (an absent property,
+a NULL, a value of another type) would show here.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from proton import Described, symbol
+
+from filtex_proton.archive import (
+    ArchiveIndex,
+    ArchiveWriter,
+    archive_dataset,
+    index_column,
+    read_archive_table,
+    reindex_archive,
+    segment_index,
+)
+from filtex_proton.filterset import decode_filter_set
+from filtex_proton.spark import apply_filter, measure_read, plan, read_archive
+from filtex_proton.spark.hints import index_hint
+from filtex_proton.spark.ir import and_, to_column
+
+from .conftest import (
+    ADDRESSES,
+    BASE_ARRIVAL,
+    FILTER_SETS,
+    MESSAGES,
+    Corpus,
+    engine_matches,
+    first_sequence,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+NOW = 1_795_000_000_000
+INDEX = ArchiveIndex(properties=("region", "s", "é😀", "n"), page_rows=16)
+#: Equality, IN, NULL and absent cases on indexed properties (and a few that must not be hinted).
+TEXTS = [
+    "region = 'AMER'", "region = 'EMEA' AND p.subject = 'order.created'",
+    "region IN ('AMER', 'x', '')", "region = 'x' OR region IS NULL", "region IS NULL",
+    "region IS NOT NULL", "region <> 'AMER'", "NOT region = 'AMER'", "NOT (region <> 'x')",
+    "region = '2023-11-14T22:13:20Z'", "region IN ('2023-11-14T22:13:20Z', 'x')",
+    "s = ''", "s IN ('x', 'sym')", "[é😀] = 'é😀'", "n = 'x' OR s = 'x'",
+    "region = 'AMER' OR b = 'x'", "region = 'nowhere'", "s = 'x' AND region IN ('x', 'AMER')",
+    "p.subject = 'order.created'", "p.group_id = 'g1'", "p.to = 'x'",
+]
+#: The same cases as application-properties filters (their own translation) and SQL.
+EXTRA: list[dict[str, Described]] = [
+    *({"s": Described(symbol("amqp:sql-filter"), text)} for text in TEXTS),
+    *({"p": Described(symbol("amqp:application-properties-filter"), {key: value})}
+      for key, value in [("region", "AMER"), ("region", "&s:ER"), ("s", ""), ("n", "x"),
+                         ("region", "2023-11-14T22:13:20Z")]),
+]
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = tmp_path_factory.mktemp("indexed")
+    with ArchiveWriter(directory, segment_rows=700, row_group_rows=64, flush_interval=None,
+                       fsync=False, handle_sigterm=False, index=INDEX) as writer:
+        for number, message in enumerate(MESSAGES):
+            writer.append(ADDRESSES[number % len(ADDRESSES)], message,
+                          BASE_ARRIVAL + number * 60_000)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def indexed_df(spark: SparkSession, indexed: Path) -> DataFrame:
+    return read_archive(spark, indexed)  # not cached: Spark's Parquet reader must do the skipping
+
+
+def _sequences(df: DataFrame, start: int) -> list[int]:
+    return sorted(row["sequence"] - start for row in df.select("sequence").collect())
+
+
+def _engine(described: object) -> list[int]:
+    filter_set = decode_filter_set(described)  # type: ignore[arg-type]
+    return [m for m, data in enumerate(MESSAGES) if engine_matches(filter_set, data)]
+
+
+def _sql(text: str) -> dict[str, Described]:
+    return {"s": Described(symbol("amqp:sql-filter"), text)}
+
+
+def test_segments_are_sorted_and_carry_the_index(indexed: Path) -> None:
+    files = archive_dataset(indexed).files
+    assert len(files) >= 8
+    for path in files:
+        parquet = pq.ParquetFile(path)
+        assert segment_index(parquet.schema_arrow) == ArchiveIndex(INDEX.properties)
+        table = parquet.read()
+        for column in INDEX.columns[:1]:  # the first key sorts the segment
+            values = table.column(column).to_pylist()
+            assert values == sorted(values)
+        assert pc.all(pc.is_valid(table.column(index_column("region")))).as_py()
+        group = parquet.metadata.row_group(0)
+        leaves = [group.column(i).path_in_schema for i in range(group.num_columns)]
+        assert [leaves[s.column_index] for s in group.sorting_columns] == list(INDEX.columns)
+        for column in INDEX.columns:
+            chunk = group.column(leaves.index(column))
+            assert chunk.has_column_index and chunk.has_offset_index
+            if chunk.statistics.null_count < chunk.num_values:  # none for a NULL column
+                assert chunk.bloom_filter_offset is not None and chunk.bloom_filter_offset > 0
+    # Sorting changed no row: the pyarrow reader gives the same archive, in archive order.
+    table = read_archive_table(indexed, ["raw"])
+    assert table.column("raw").to_pylist() == MESSAGES
+
+
+def test_the_hinted_predicate_equals_the_engine_on_regular_rows(
+        spark: SparkSession, indexed: Path, corpus: Corpus, expected: list[list[bool]]) -> None:
+    """Every filter set that translates entirely and gets a hint, ``hint AND predicate`` as a
+    column, on every regular row of the indexed archive: a hint FALSE where the engine says TRUE
+    would show. (Without a hint the predicate is the one test_spark_differential checks.)"""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    df = read_archive(spark, indexed).coalesce(2).cache()
+    sets = [*FILTER_SETS, *EXTRA]
+    answers = [*expected, *([engine_matches(decode_filter_set(d), m) for m in MESSAGES]
+                            for d in EXTRA)]
+    hinted = 0
+    columns = []
+    for index, described in enumerate(sets):
+        planned = plan(described, now_ms=NOW)
+        if all(f.path == "column" for f in planned.filters):
+            hint = index_hint(planned.column_predicate, df.columns)
+            if hint == and_():
+                continue
+            hinted += 1
+            predicate = to_column(and_(hint, planned.column_predicate))
+            columns.append((index, F.when(F.col("regular"), F.coalesce(predicate, F.lit(False)))))
+    assert hinted >= 15
+    start = first_sequence(df)
+    for offset in range(0, len(columns), 10):
+        chunk = columns[offset:offset + 10]
+        rows = df.select("sequence", *(c.alias(f"f{i}") for i, c in chunk)).collect()
+        for row in rows:
+            message = row["sequence"] - start
+            if corpus.regular[message]:
+                for i, _ in chunk:
+                    assert bool(row[f"f{i}"]) == answers[i][message], (sets[i], message)
+    df.unpersist()
+
+
+def test_apply_filter_on_the_indexed_layout_equals_the_engine(indexed_df: DataFrame,
+                                                               expected: list[list[bool]]) -> None:
+    start = first_sequence(indexed_df)
+    for index in range(0, len(FILTER_SETS), 40):
+        result = apply_filter(indexed_df, FILTER_SETS[index], now_ms=NOW)
+        assert _sequences(result, start) == [m for m, ok in enumerate(expected[index]) if ok], \
+            FILTER_SETS[index]
+    for described in EXTRA:
+        result = apply_filter(indexed_df, described, now_ms=NOW)
+        assert _sequences(result, start) == _engine(described), described
+
+
+@pytest.mark.parametrize(("text", "share"), [
+    ("region = 'AMER'", 0.5),  # the first sort key: a few pages per segment
+    ("s IN ('x', 'sym')", 1.0),  # sorted second: row groups ruled out by min/max, Bloom filters
+    ("p.subject = 'order.created'", 1.0),  # a tenth of the corpus: less to skip
+])
+def test_spark_reads_less_of_the_indexed_layout(spark: SparkSession, indexed_df: DataFrame,
+                                                corpus: Corpus, text: str, share: float) -> None:
+    old = read_archive(spark, corpus.directory)
+    matches = len(_engine(_sql(text)))
+    read_old = measure_read(spark, apply_filter(old, _sql(text), now_ms=NOW).count)
+    read_indexed = measure_read(spark, apply_filter(indexed_df, _sql(text), now_ms=NOW).count)
+    assert read_old.result == read_indexed.result == matches
+    assert matches <= read_indexed.records < read_old.records * share, (read_indexed, read_old)
+
+
+def test_only_index_columns_every_segment_has_are_read(spark: SparkSession, indexed: Path,
+                                                       corpus: Corpus, tmp_path: Path) -> None:
+    """An archive partly indexed (segments written before an index, or with another one) gets
+    no index column that some segment lacks: its rows would read NULL there and be dropped."""
+    assert index_column("region") in read_archive(spark, indexed).columns
+    assert not [c for c in read_archive(spark, corpus.directory).columns
+                if c.startswith("index_")]
+    mixed = tmp_path / "mixed"
+    shutil.copytree(indexed, mixed)
+    old = archive_dataset(corpus.directory).files[0]
+    target = mixed / Path(old).relative_to(corpus.directory)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(old, target.with_name("part-0-old.parquet"))
+    df = read_archive(spark, mixed)
+    assert not [c for c in df.columns if c.startswith("index_")]
+    # Both writers' rows (their sequences count from different starts): compare the bytes.
+    got = [row["raw"] for row in
+           apply_filter(df, _sql("region = 'AMER'"), now_ms=NOW).select("raw").collect()]
+    copied = {bytes(r) for r in pq.read_table(old, columns=["raw"]).column("raw").to_pylist()}
+    want = [MESSAGES[m] for m in _engine(_sql("region = 'AMER'"))]
+    assert sorted(bytes(r) for r in got) == sorted(
+        want + [data for data in want if data in copied])  # the old segment's copies too
+
+
+def test_reindex_migrates_an_old_archive_in_place(spark: SparkSession, corpus: Corpus,
+                                                  tmp_path: Path) -> None:
+    migrated = tmp_path / "migrated"
+    shutil.copytree(corpus.directory, migrated)
+    written = reindex_archive(migrated, INDEX, fsync=False)
+    assert written == len(archive_dataset(corpus.directory).files)
+    df = read_archive(spark, migrated)
+    assert index_column("n") in df.columns
+    assert read_archive_table(migrated, ["raw"]).column("raw").to_pylist() == MESSAGES
+    start = first_sequence(df)
+    for text in ("region = 'AMER'", "region IS NULL"):
+        assert _sequences(apply_filter(df, _sql(text), now_ms=NOW), start) == _engine(_sql(text))
+
+
+def test_addresses_still_prune_an_indexed_archive(spark: SparkSession, indexed: Path) -> None:
+    """read_archive hands Spark the checked files by name: the address partitions still
+    select, shortened and odd addresses included."""
+    for address in ADDRESSES:
+        df = read_archive(spark, indexed, [address])
+        want = sum(1 for n in range(len(MESSAGES)) if ADDRESSES[n % len(ADDRESSES)] == address)
+        assert df.count() == want
+        assert {row["address"] for row in df.select("address").distinct().collect()} == {address}
+
+
+def test_select_out_of_an_indexed_archive_is_a_plain_archive(spark: SparkSession, indexed: Path,
+                                                            tmp_path: Path) -> None:
+    """``filtex-spark select --out`` writes the archive's columns (plain layout): Spark cannot
+    write the index metadata, and files with unknown columns would be refused."""
+    from filtex_proton.spark.cli import main
+
+    target = tmp_path / "selected"
+    status = main(["select", "--archive", str(indexed), "--filter", "region = 'AMER'",
+                   "--out", str(target), "--count"], stdout=io.StringIO())
+    assert status == 0
+    got = sorted(bytes(r["raw"]) for r in read_archive(spark, target).select("raw").collect())
+    assert got == sorted(MESSAGES[m] for m in _engine(_sql("region = 'AMER'")))
