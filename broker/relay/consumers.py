@@ -81,6 +81,10 @@ class RelayConsumer:
         self.selector = selector
         self.held_limit = held_limit
         self.credit = 0
+        self.window = 0
+        """The most credit the downstream consumer has granted: the relay keeps that many
+        messages coming from the upstream (pending here or on their way), so that the upstream
+        never waits for the downstream consumer's next flow to travel through the relay."""
         self.closed = False
         self.node = None  # LinkManager.detach looks for a dynamic node owner
         self.up: Receiver | None = None
@@ -250,16 +254,17 @@ class RelayConsumer:
         self._settle_up(delivery, MODIFIED)
 
     def _top_up(self) -> None:
-        """Upstream credit: what downstream can take now, unless too much is held."""
+        """Upstream credit: the downstream consumer's window, minus what waits here for it,
+        unless too much is held."""
         up = self.up_impl
         if up is None or self.closed or not self.confirmed:
             return
-        want = self.credit - len(self.pending)
+        want = self.window - len(self.pending)
         if not self.copies and not self.upstream.non_match_modified:
             # credit cannot be taken back: never grant more than may still be held
             want = min(want, self.held_limit - len(self.held))
         have = lib.pn_link_credit(up)
-        if want > have:
+        if want > have and have <= want // 2:  # in halves: one flow frame per window/2 messages
             lib.pn_link_flow(up, want - have)
 
     # -- downstream --------------------------------------------------------------------
@@ -281,7 +286,8 @@ class RelayConsumer:
 
     def on_flow(self) -> None:
         impl = self.impl
-        self.credit = lib.pn_link_credit(impl)
+        self.credit = credit = lib.pn_link_credit(impl)
+        self.window = max(self.window, credit)
         self._pump()
         if lib.pn_link_get_drain(impl):
             lib.pn_link_drained(impl)
