@@ -52,9 +52,11 @@ _NO_EVENT: Any = None
 _READ_BUDGET: Final = 256 * 1024
 """Bytes read from one socket per round at most (more per round: fewer writes per message)."""
 _WRITE_EVERY: Final = 256
-"""Per-message events handled before what they produced is written out (without waiting for
-the rest of the batch): a peer starts on the first messages of a large read while the broker
-works through the others (a relay forwards a read of the upstream this way)."""
+"""Per-message events handled before the transports with at least :data:`_EARLY_BYTES` to
+send are written (without waiting for the rest of the batch): a peer starts on the first
+messages of a large read while the broker works through the others (a relay forwards a read
+of the upstream this way). Smaller outputs wait for the end of the batch, coalesced."""
+_EARLY_BYTES: Final = 16 * 1024
 
 
 def _plain(selectable: Any) -> bool:
@@ -126,6 +128,22 @@ class FastContainer(Container):
                 continue
             if not (_plain(selectable) and lib.pn_transport_pending(raw) > 0
                     and self._write(selectable, transport)):
+                self._update(transport, selectable)
+
+    def _write_early(self) -> None:
+        """Mid-batch: write the changed transports that have much to send (see _WRITE_EVERY);
+        the others stay marked for the end of the batch."""
+        dirty = self._dirty
+        for raw in list(dirty):
+            if lib.pn_transport_pending(raw) < _EARLY_BYTES:
+                continue
+            transport = Transport.wrap(raw)
+            selectable = getattr(transport, "_selectable", None)
+            if selectable is None or selectable.is_terminal or not _plain(selectable):
+                continue
+            del dirty[raw]
+            lib.pn_decref(raw)
+            if not self._write(selectable, transport):
                 self._update(transport, selectable)
 
     def _read(self, selectable: Any, transport: Transport) -> None:
@@ -247,7 +265,7 @@ class FastContainer(Container):
                         if handled >= _WRITE_EVERY:
                             handled = 0
                             if dirty:
-                                self._flush()
+                                self._write_early()
                         continue
                 elif kind == PN_TRANSPORT:
                     transport_raw = lib.pn_event_transport(raw)
