@@ -139,7 +139,8 @@ class FastContainer(Container):
                 continue
             transport = Transport.wrap(raw)
             selectable = getattr(transport, "_selectable", None)
-            if selectable is None or selectable.is_terminal or not _plain(selectable):
+            if (transport is None or selectable is None or selectable.is_terminal
+                    or not _plain(selectable)):
                 continue
             del dirty[raw]
             lib.pn_decref(raw)
