@@ -52,10 +52,14 @@ _NO_EVENT: Any = None
 _READ_BUDGET: Final = 256 * 1024
 """Bytes read from one socket per round at most (more per round: fewer writes per message)."""
 _WRITE_EVERY: Final = 256
-"""Per-message events handled before the transports with at least :data:`_EARLY_BYTES` to
-send are written (without waiting for the rest of the batch): a peer starts on the first
-messages of a large read while the broker works through the others (a relay forwards a read
-of the upstream this way). Smaller outputs wait for the end of the batch, coalesced."""
+"""Per-message events handled before what they produced is written (without waiting for the
+rest of the batch): a peer starts on the first messages of a large read while the broker works
+through the others (a relay forwards a read of the upstream this way), and a producer gets its
+credit and outcomes back while it still has credit to send with."""
+_EARLY_ALL: Final = 8
+"""Up to this many changed transports, each is written at such a point; beyond, only those
+with :data:`_EARLY_BYTES` to send (a hundred consumers' connections with a few messages each
+wait for the end of the batch: one write each instead of several)."""
 _EARLY_BYTES: Final = 16 * 1024
 
 
@@ -131,11 +135,12 @@ class FastContainer(Container):
                 self._update(transport, selectable)
 
     def _write_early(self) -> None:
-        """Mid-batch: write the changed transports that have much to send (see _WRITE_EVERY);
-        the others stay marked for the end of the batch."""
+        """Mid-batch: write the changed transports (all of a few, else those with much to
+        send: see _WRITE_EVERY); the others stay marked for the end of the batch."""
         dirty = self._dirty
+        least = 1 if len(dirty) <= _EARLY_ALL else _EARLY_BYTES
         for raw in list(dirty):
-            if lib.pn_transport_pending(raw) < _EARLY_BYTES:
+            if lib.pn_transport_pending(raw) < least:
                 continue
             transport = Transport.wrap(raw)
             selectable = getattr(transport, "_selectable", None)
