@@ -15,7 +15,8 @@ delivered rate (messages / seconds from the first send to the last receive):
 
 Each message is 100 bytes of body with ``application-properties {k: 0..9, region: "r<k>"}``
 (k drawn pseudo-randomly, the same sequence every run, so that the round robin
-does not line up with the keys) and a ``message-id``; the producer sends
+does not line up with the keys; ``Scenario.variants`` widens k, e.g. to 0..99 for
+``bench/bench_relay.py``'s 100 consumers) and a ``message-id``; the producer sends
 unsettled (at-least-once) and waits for every ``accepted``. The load generator
 is a small Proton-C program (embedded below, compiled once with ``cc`` against
 libqpid-proton; on Debian

@@ -264,7 +264,10 @@ class RelayConsumer:
             # credit cannot be taken back: never grant more than may still be held
             want = min(want, self.held_limit - len(self.held))
         have = lib.pn_link_credit(up)
-        if want > have and have <= want // 2:  # in halves: one flow frame per window/2 messages
+        # In halves: one flow frame per half window. Never to a credit of 0 or less: RabbitMQ
+        # 3.10 sends beyond the credit it was given, so ours can be negative, and a flow frame
+        # saying so (a huge unsigned link-credit) makes it end the session.
+        if want > 0 and want > have and have <= want // 2:
             lib.pn_link_flow(up, want - have)
 
     # -- downstream --------------------------------------------------------------------
