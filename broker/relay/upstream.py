@@ -61,7 +61,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from proton import (
     Condition,
@@ -110,7 +110,7 @@ if TYPE_CHECKING:
 
     from broker.loop.fast import FastContainer
 
-__all__ = ["RelayLink", "Upstream", "upstream_ssl_domain"]
+__all__ = ["RelayLink", "SessionGrace", "Upstream", "upstream_ssl_domain"]
 
 log = logging.getLogger("filtex.broker.relay")
 
@@ -144,6 +144,10 @@ class Upstream(Handler):
         them does not match is handed to a candidate, not offered to every link."""
         self.sessions: dict[Any, Session] = {}
         """Sessions of detached links, waiting for the upstream's begin or end."""
+        self.waiting: dict[RelayConsumer, None] = {}
+        """Consumers whose upstream session waits until the sessions being ended are gone
+        (see :class:`SessionGrace`)."""
+        self.grace: SessionGrace | None = None
         self.backoff = BACKOFF_MIN
         self.stopping = False
 
@@ -263,6 +267,8 @@ class Upstream(Handler):
         self.connection = None
         self.session = None
         self.sessions.clear()
+        self.waiting.clear()
+        self.grace = None
         self.ready = False
         for link in list(self.links):
             if link.up is not None:
@@ -298,6 +304,8 @@ class Upstream(Handler):
         self.sessions.pop(impl(session), None)
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
+        if not self.sessions and self.waiting:
+            self._schedule_grace(SESSION_GRACE)
 
     def _current(self, connection: Connection | None) -> bool:
         """Whether an event's connection is the one we use now (wrappers are not unique)."""
@@ -327,8 +335,31 @@ class Upstream(Handler):
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
             self.offer_held(relay_link)
 
-    def _open(self, relay_link: RelayLink) -> bool:
-        """Open the upstream side of a link, unless the upstream cannot serve it."""
+    def _schedule_grace(self, delay: float, *, force: bool = False) -> None:
+        """Open the waiting consumers in ``delay`` seconds (``force``: even if some session end
+        is still unanswered); an earlier timer still pending is then ignored when it fires."""
+        if self.container is not None:
+            self.grace = SessionGrace(self, force=force)
+            self.container.schedule(delay, self.grace)
+
+    def open_waiting(self, grace: SessionGrace) -> None:
+        """Open the upstream side of the consumers that waited for sessions to end."""
+        if grace is not self.grace:
+            return  # from before a reconnect
+        self.grace = None
+        if self.sessions and self.waiting and not grace.force:  # another end began meanwhile
+            self._schedule_grace(SESSION_GRACE_MAX, force=True)
+            return
+        waiting = list(self.waiting)
+        self.waiting.clear()
+        for consumer in waiting:
+            if consumer in self.links and consumer.up is None and not consumer.closed \
+                    and self._open(consumer, wait=False):
+                self.offer_held(consumer)
+
+    def _open(self, relay_link: RelayLink, *, wait: bool = True) -> bool:
+        """Open the upstream side of a link, unless the upstream cannot serve it (or, ``wait``,
+        a consumer's session has to wait for sessions being ended)."""
         if not self.ready or self.session is None or self.connection is None:
             return False
         if isinstance(relay_link, RelayConsumer):
@@ -338,6 +369,15 @@ class Upstream(Handler):
                                       and relay_link.address is None)
         if reason is not None:
             relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
+            return False
+        if wait and isinstance(relay_link, RelayConsumer) and (
+                self.sessions or self.grace is not None):
+            # A new session would take the channel number of one being ended, and RabbitMQ
+            # 3.10 may hand its frames to the old session (it then detaches the new links and
+            # the connection fails with "no such channel"): wait until those ends are answered.
+            self.waiting[relay_link] = None
+            if self.grace is None:
+                self._schedule_grace(SESSION_GRACE_MAX, force=True)
             return False
         relay_link.open_upstream(self.connection, self.session, self.pushdown)
         return True
@@ -399,6 +439,8 @@ class Upstream(Handler):
 
     def forget(self, relay_link: RelayLink) -> None:
         self.links.pop(relay_link, None)
+        if isinstance(relay_link, RelayConsumer):
+            self.waiting.pop(relay_link, None)
         if isinstance(relay_link, RelayConsumer):
             matcher = self.queue_consumers.get(relay_link.address)
             if matcher is not None:
@@ -480,6 +522,32 @@ class Upstream(Handler):
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
                  "(dynamic)" if request.dynamic else request.address or "(anonymous relay)")
         return producer
+
+
+SESSION_GRACE: Final = 0.1
+"""Seconds after the upstream answered the last session end before new sessions begin (it
+has to forget the old session's channel number first)."""
+SESSION_GRACE_MAX: Final = 2.0
+"""Seconds new consumers wait at most for session ends the upstream does not answer."""
+
+
+class SessionGrace(Handler):
+    """Opens the consumers that waited for ending sessions (:meth:`Upstream.open_waiting`).
+
+    RabbitMQ 3.10 routes frames by channel number to a session process that may still be
+    ending: a begin on the number of a session the relay just ended can reach the old session
+    (rabbitmq-server pull request #14317 fixed this in 4.x). Proton gives a new session the
+    lowest free number, the one just freed, so a consumer that leaves and another that comes
+    at once broke the upstream connection (seen in bench/bench_relay.py)."""
+
+    def __init__(self, upstream: Upstream, *, force: bool) -> None:
+        super().__init__()
+        self.upstream = upstream
+        self.force = force
+        """Open them even if a session end is still unanswered (the longest wait is over)."""
+
+    def on_timer_task(self, event: Event) -> None:
+        self.upstream.open_waiting(self)
 
 
 def upstream_ssl_domain(config: BrokerConfig) -> SSLDomain:
