@@ -16,7 +16,7 @@ every message):
   the consumer that matches: RabbitMQ filters nothing);
 * ``100 filtered``: the same with 100 consumers and k in 0..99.
 
-The ratio column compares each scenario with ``direct`` measured in the same run (the
+The ratio column is the median of each run's ratio to ``direct`` measured in that run (the
 machine's load drifts; ratios are what to compare). CPU is the relay process's, per
 message and as a share of one core while the scenario ran. ``--profile DIR`` records the
 relay with py-spy (``pip install py-spy``) in the first run.
@@ -97,12 +97,14 @@ def report(chosen: list[Case], results: dict[str, list[float]],
     done = [path for path in chosen if results[path.key]]
     if not done:
         return
-    direct = statistics.median(results["direct"]) if results["direct"] else None
+    direct = results["direct"]
     print(f"\n{'path':13s} {'msg/s (median)':>15s} {'vs direct':>10s} {'relay CPU us/msg':>17s} "
           f"{'relay CPU %':>12s}")
     for path in done:
         rate = statistics.median(results[path.key])
-        ratio = f"{rate / direct:9.2f}x" if direct else f"{'-':>10s}"
+        # the median of each run's ratio: direct and relay measured minutes apart, not hours
+        ratios = [r / d for r, d in zip(results[path.key], direct, strict=False)]
+        ratio = f"{statistics.median(ratios):9.2f}x" if ratios else f"{'-':>10s}"
         used = cpu[path.key]
         per_message = statistics.median(u for u, _ in used) if path.relayed else 0.0
         share = statistics.median(s for _, s in used) * 100 if path.relayed else 0.0

@@ -45,3 +45,4 @@ def test_a_consumer_that_stops_takes_a_bounded_share_of_the_upstream(
     rest += accepted_ids(other, timeout=2.0)
     assert sorted(map(int, rest)) == list(range(TOTAL))
     direct.close()
+
