@@ -321,7 +321,7 @@ class RelayConsumer:
                 self._settle_up(up_delivery, ACCEPTED)
             self._returned(up_delivery)
         lib.pn_delivery_settle(delivery)
-        self._top_up()
+        # no top-up: an outcome changes neither the window nor what waits or is held here
 
     def detach(self) -> int:
         """The downstream link is gone: give back everything, then close the upstream link."""

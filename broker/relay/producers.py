@@ -178,7 +178,7 @@ class RelayProducer(Producer):
             if not lib.pn_delivery_settled(down):
                 lib.pn_delivery_update(down, ACCEPTED)
             lib.pn_delivery_settle(down)
-        self.top_up()
+        # no top-up: an outcome does not change the upstream's credit (its flow does)
 
     def detach(self) -> None:
         super().detach()
