@@ -126,7 +126,12 @@ class Upstream(Handler):
         self.plugin = plugin
         self.container: FastContainer | None = None
         self.connection: Connection | None = None
+        """The consumers' connection (each consumer link in a session of its own)."""
+        self.producer_connection: Connection | None = None
+        """The producers' connection: RabbitMQ reads a connection's frames in one process,
+        where a consumer's flow and outcomes would queue behind the producers' transfers."""
         self.session: Session | None = None
+        """The producers' session, on ``producer_connection``."""
         self.ready = False
         self.pushdown = False
         self.non_match_modified = False
@@ -178,12 +183,20 @@ class Upstream(Handler):
                 return
         log.info("connecting to upstream %s", self.config.upstream)
         self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
+        self.producer_connection = self.container.connect(self.config.upstream, handler=self,
+                                                          **kwargs)
 
     def on_connection_remote_open(self, event: Event) -> None:
         connection = event.connection
         if not self._current(connection):
             return
         assert connection is not None
+        if self.producer_connection is not None and impl(connection) == impl(
+                self.producer_connection):
+            self.session = connection.session()
+            self.session.open()
+            self._open_all()
+            return
         offered = connection.remote_offered_capabilities or []
         names = {str(c) for c in (offered if isinstance(offered, list | tuple) else [offered])}
         self.offered = frozenset(names)
@@ -198,9 +211,13 @@ class Upstream(Handler):
         log.info("upstream %s: queue non-matches without pushdown are %s: %s",
                  self.config.upstream, "modified (undeliverable-here)" if non_match.modified
                  else "held while the link lives", non_match.reason)
-        self.session = connection.session()
-        self.session.open()
         self.ready = True
+        self._open_all()
+
+    def _open_all(self) -> None:
+        """Both connections are open: open the upstream side of every link."""
+        if not self.ready or self.session is None:
+            return
         self.backoff = BACKOFF_MIN
         for link in list(self.links):
             self._open(link)
@@ -264,7 +281,12 @@ class Upstream(Handler):
     def _lost(self, connection: Connection | None) -> None:
         if not self._current(connection):
             return
+        for other in (self.connection, self.producer_connection):  # the pair goes together
+            if other is not None and (connection is None or impl(other) != impl(connection)) \
+                    and other.state & Endpoint.LOCAL_ACTIVE:
+                other.close()
         self.connection = None
+        self.producer_connection = None
         self.session = None
         self.sessions.clear()
         self.waiting.clear()
@@ -309,13 +331,15 @@ class Upstream(Handler):
 
     def _current(self, connection: Connection | None) -> bool:
         """Whether an event's connection is the one we use now (wrappers are not unique)."""
-        return (connection is not None and self.connection is not None
-                and impl(connection) == impl(self.connection))
+        return connection is not None and any(
+            current is not None and impl(connection) == impl(current)
+            for current in (self.connection, self.producer_connection))
 
     def close(self) -> None:
         self.stopping = True
-        if self.connection is not None and self.connection.state & Endpoint.LOCAL_ACTIVE:
-            self.connection.close()
+        for connection in (self.connection, self.producer_connection):
+            if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+                connection.close()
 
     # -- links ------------------------------------------------------------------------------
 
@@ -379,7 +403,10 @@ class Upstream(Handler):
             if self.grace is None:
                 self._schedule_grace(SESSION_GRACE_MAX, force=True)
             return False
-        relay_link.open_upstream(self.connection, self.session, self.pushdown)
+        if isinstance(relay_link, RelayConsumer):
+            relay_link.open_upstream(self.connection, self.session, self.pushdown)
+        elif self.producer_connection is not None:
+            relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
 
     def answer_by(self, relay_link: RelayLink) -> None:
