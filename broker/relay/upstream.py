@@ -50,6 +50,9 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   and constant filters) is put on the upstream source; the whole filter set is
   still evaluated here, and the selector is implied by it, so this is exact
   whatever the upstream does.
+* **Connections**: consumers and producers use two upstream connections (RabbitMQ reads
+  a connection in one process: a consumer's flow would queue behind the producers'
+  transfers), which open, fail and reconnect together.
 * **Reconnect**: when the upstream connection goes away the downstream links
   stay attached; the relay reconnects with exponential backoff (0.2 s to 5 s)
   and re-opens every upstream link. Deliveries in flight are redelivered by the
@@ -118,7 +121,8 @@ RelayLink = RelayConsumer | RelayProducer
 
 
 class Upstream(Handler):
-    """The one connection to the upstream broker, with its reconnect loop."""
+    """The connections to the upstream broker (consumers', producers'), with their reconnect
+    loop."""
 
     def __init__(self, config: BrokerConfig, plugin: FiltexPlugin) -> None:
         super().__init__()
