@@ -434,14 +434,26 @@ class Upstream(Handler):
                     "without a target address needs")
         return None
 
+    def candidates(self, consumer: RelayConsumer,
+                   message: FilterMessage) -> tuple[RelayConsumer, ...] | None:
+        """The consumers of ``consumer``'s queue that may match ``message`` (the queue's
+        matcher, evaluating nothing); None if ``consumer`` is not indexed there."""
+        matcher = self.queue_consumers.get(consumer.address)
+        if matcher is None or consumer not in matcher:
+            return None
+        return matcher.candidates(message)
+
     def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
-                 message: FilterMessage) -> bool:
+                 message: FilterMessage,
+                 candidates: tuple[RelayConsumer, ...] | None = None) -> bool:
         """Give a message one link does not match to another of our links on the queue (only
-        the candidates the queue's matcher names are asked)."""
-        matcher = self.queue_consumers.get(owner.address)
-        if matcher is None:
-            return False
-        for other in matcher.candidates(message):
+        the candidates the queue's matcher names are asked; ``candidates``: already named)."""
+        if candidates is None:
+            matcher = self.queue_consumers.get(owner.address)
+            if matcher is None:
+                return False
+            candidates = matcher.candidates(message)
+        for other in candidates:
             if other is not owner and other.wants(message):
                 other.borrow(owner, delivery, data)
                 return True
@@ -558,7 +570,7 @@ class Upstream(Handler):
 SESSION_GRACE: Final = 0.1
 """Seconds after the upstream answered the last session end before new sessions begin (it
 has to forget the old session's channel number first)."""
-SESSION_GRACE_MAX: Final = 2.0
+SESSION_GRACE_MAX: Final = 0.5
 """Seconds new consumers wait at most for session ends the upstream does not answer."""
 
 
