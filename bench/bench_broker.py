@@ -16,7 +16,8 @@ delivered rate (messages / seconds from the first send to the last receive):
 
 Each message is 100 bytes of body with ``application-properties {k: 0..9, region: "r<k>"}``
 (k drawn pseudo-randomly, the same sequence every run, so that the round robin
-does not line up with the keys) and a ``message-id``; the producer sends
+does not line up with the keys; ``Scenario.variants`` widens k, e.g. to 0..99 for
+``bench/bench_relay.py``'s 100 consumers) and a ``message-id``; the producer sends
 unsettled (at-least-once) and waits for every ``accepted``. The load generator
 is a small Proton-C program (embedded below, compiled once with ``cc`` against
 libqpid-proton; on Debian
@@ -66,9 +67,9 @@ LOADGEN_C: Final = r"""
 #include <time.h>
 #include <unistd.h>
 
-#define VARIANTS 10
+#define VARIANTS 100
 typedef struct {
-  int sending; const char *host, *port, *address, *filter; int count, window;
+  int sending, variants; const char *host, *port, *address, *filter; int count, window;
   pn_proactor_t *proactor; char *msg[VARIANTS]; size_t len[VARIANTS];
   int sent, done, failed; double first, last; char buf[65536]; uint64_t seed;
 } app_t;
@@ -85,7 +86,7 @@ static double now(void) {
 static void encode(app_t *app, int total) {
   static char body[1 << 16]; memset(body, 'x', sizeof body);
   size_t body_size = 100;  /* or what makes the encoded message TOTAL bytes long */
-  for (int i = 0; i < VARIANTS; i++) {
+  for (int i = 0; i < app->variants; i++) {
     pn_message_t *m = pn_message();
     pn_message_set_id(m, (pn_atom_t){.type = PN_ULONG, .u.as_ulong = (uint64_t)i});
     pn_data_t *props = pn_message_properties(m);
@@ -161,7 +162,7 @@ static int handle(app_t *app, pn_event_t *e) {
     if (app->sent == 0 && pn_link_credit(l) > 0) app->first = now();
     while (pn_link_credit(l) > 0 && app->sent < app->count) {
       int i = app->sent++;
-      int v = (int)(next_random(app) % VARIANTS);  /* k in random order, not round robin */
+      int v = (int)(next_random(app) % app->variants);  /* k in random order, not round robin */
       pn_delivery(l, pn_dtag((const char *)&i, sizeof i));
       pn_link_send(l, app->msg[v], app->len[v]);
       pn_link_advance(l);
@@ -203,11 +204,15 @@ static int handle(app_t *app, pn_event_t *e) {
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: loadgen send|recv HOST PORT ADDRESS COUNT [SQL [SIZE]]\n"); return 2;
+    fprintf(stderr, "usage: loadgen send HOST PORT ADDRESS COUNT [KEYS [SIZE]] | "
+            "recv HOST PORT ADDRESS COUNT [SQL]\n"); return 2;
   }
   app_t app = {0};
   app.sending = !strcmp(argv[1], "send"); app.host = argv[2]; app.port = argv[3];
   app.address = argv[4]; app.count = atoi(argv[5]); app.filter = argc > 6 ? argv[6] : NULL;
+  /* k in 0..KEYS-1 ("" or none: 10) */
+  app.variants = app.sending && app.filter && *app.filter ? atoi(app.filter) : 10;
+  if (app.variants < 1 || app.variants > VARIANTS) { fprintf(stderr, "bad KEYS\n"); return 2; }
   app.window = 1000; app.seed = 88172645463325252ULL;
   encode(&app, argc > 7 ? atoi(argv[7]) : 0);
   char addr[PN_MAX_ADDR];
@@ -231,15 +236,16 @@ SEED: Final = 88172645463325252
 MASK: Final = (1 << 64) - 1
 
 
-def keys(count: int) -> list[int]:
-    """How many of ``count`` messages carry each k (the load generator's xorshift64)."""
+def keys(count: int, variants: int = 10) -> list[int]:
+    """How many of ``count`` messages carry each k in ``0..variants-1`` (the load generator's
+    xorshift64)."""
     seed = SEED
-    tally = [0] * 10
+    tally = [0] * variants
     for _ in range(count):
         seed ^= (seed << 13) & MASK
         seed ^= seed >> 7
         seed ^= (seed << 17) & MASK
-        tally[seed % 10] += 1
+        tally[seed % variants] += 1
     return tally
 
 
@@ -250,6 +256,8 @@ class Scenario:
     """One entry per consumer: its SQL filter, or None."""
     keyed: bool = False
     """Consumer i takes the messages with k = i (else each consumer takes them all)."""
+    variants: int = 10
+    """The messages' k runs over 0..variants-1 (region ``r<k>``)."""
 
 
 SCENARIOS: Final = (
@@ -301,7 +309,8 @@ def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", 
 def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue: str,
                  profile: Path | None, broker_pid: int) -> float:
     """Delivered messages per second for one scenario."""
-    expected = keys(count) if scenario.keyed else [count] * len(scenario.filters)
+    expected = keys(count, scenario.variants) if scenario.keyed else [count] * len(
+        scenario.filters)
     receivers = []
     for sql, share in zip(scenario.filters, expected, strict=True):
         args = [str(loadgen), "recv", "127.0.0.1", str(port), queue, str(share)]
@@ -319,7 +328,8 @@ def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue
                                 "--nonblocking"], stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL)
     sender = subprocess.run(
-        [str(loadgen), "send", "127.0.0.1", str(port), queue, str(count)],
+        [str(loadgen), "send", "127.0.0.1", str(port), queue, str(count),
+         str(scenario.variants)],
         capture_output=True, text=True, check=False, timeout=600,
     )
     lasts = []

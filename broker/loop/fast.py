@@ -51,6 +51,16 @@ _UPDATED: Final[int] = Event.SELECTABLE_UPDATED.number
 _NO_EVENT: Any = None
 _READ_BUDGET: Final = 256 * 1024
 """Bytes read from one socket per round at most (more per round: fewer writes per message)."""
+_WRITE_EVERY: Final = 256
+"""Per-message events handled before what they produced is written (without waiting for the
+rest of the batch): a peer starts on the first messages of a large read while the broker works
+through the others (a relay forwards a read of the upstream this way), and a producer gets its
+credit and outcomes back while it still has credit to send with."""
+_EARLY_ALL: Final = 8
+"""Up to this many changed transports, each is written at such a point; beyond, only those
+with :data:`_EARLY_BYTES` to send (a hundred consumers' connections with a few messages each
+wait for the end of the batch: one write each instead of several)."""
+_EARLY_BYTES: Final = 16 * 1024
 
 
 def _plain(selectable: Any) -> bool:
@@ -109,14 +119,37 @@ class FastContainer(Container):
             self._selector.update(selectable)
 
     def _flush(self) -> None:
-        """Update the selectable of every transport that changed (once each)."""
+        """Write what every transport that changed has to send, as far as its socket takes it
+        now (no wait for the next ``poll`` to say it is writable: it nearly always is), and
+        update its selectable (once each)."""
         dirty = list(self._dirty)
         self._dirty.clear()
         for raw in dirty:
             transport = Transport.wrap(raw)
             lib.pn_decref(raw)
             selectable = getattr(transport, "_selectable", None)
-            if transport is not None and selectable is not None and not selectable.is_terminal:
+            if transport is None or selectable is None or selectable.is_terminal:
+                continue
+            if not (_plain(selectable) and lib.pn_transport_pending(raw) > 0
+                    and self._write(selectable, transport)):
+                self._update(transport, selectable)
+
+    def _write_early(self) -> None:
+        """Mid-batch: write the changed transports (all of a few, else those with much to
+        send: see _WRITE_EVERY); the others stay marked for the end of the batch."""
+        dirty = self._dirty
+        least = 1 if len(dirty) <= _EARLY_ALL else _EARLY_BYTES
+        for raw in list(dirty):
+            if lib.pn_transport_pending(raw) < least:
+                continue
+            transport = Transport.wrap(raw)
+            selectable = getattr(transport, "_selectable", None)
+            if (transport is None or selectable is None or selectable.is_terminal
+                    or not _plain(selectable)):
+                continue
+            del dirty[raw]
+            lib.pn_decref(raw)
+            if not self._write(selectable, transport):
                 self._update(transport, selectable)
 
     def _read(self, selectable: Any, transport: Transport) -> None:
@@ -149,7 +182,9 @@ class FastContainer(Container):
             budget -= len(data)
         self._update(transport, selectable)
 
-    def _write(self, selectable: Any, transport: Transport) -> None:
+    def _write(self, selectable: Any, transport: Transport) -> bool:
+        """Send what the transport has (as much as the socket takes); whether the selectable
+        was updated (it is when anything was sent)."""
         raw = impl(transport)
         pending = lib.pn_transport_pending(raw)
         if pending > 0:
@@ -168,6 +203,8 @@ class FastContainer(Container):
                 transport.close_head()
         if lib.pn_transport_pending(raw) != pending:
             self._update(transport, selectable)
+            return True
+        return False
 
     def _io_round(self) -> None:
         """Wait for sockets (or timers), then read and write (IOHandler.on_reactor_quiesced)."""
@@ -207,6 +244,7 @@ class FastContainer(Container):
         event_link = lib.pn_event_link
         fast = self._fast
         dirty = self._dirty
+        handled = 0
         while True:
             if self._yield:
                 self._yield = False
@@ -229,6 +267,11 @@ class FastContainer(Container):
                             self._fail(link, exc)
                         pop(collector)
                         previous = Event.DELIVERY
+                        handled += 1
+                        if handled >= _WRITE_EVERY:
+                            handled = 0
+                            if dirty:
+                                self._write_early()
                         continue
                 elif kind == PN_TRANSPORT:
                     transport_raw = lib.pn_event_transport(raw)

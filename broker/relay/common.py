@@ -82,7 +82,12 @@ class UpstreamPort(Protocol):
 
     def message(self, data: bytes) -> FilterMessage: ...
 
-    def hand_off(self, owner: Any, delivery: Any, data: bytes, message: FilterMessage) -> bool:
+    def candidates(self, consumer: Any, message: FilterMessage) -> tuple[Any, ...] | None:
+        """The consumers of ``consumer``'s queue that may match (None: not indexed there)."""
+        ...
+
+    def hand_off(self, owner: Any, delivery: Any, data: bytes, message: FilterMessage,
+                 candidates: tuple[Any, ...] | None = None) -> bool:
         """Give a message ``owner`` (a relay consumer) does not match to another one."""
         ...
 

@@ -65,6 +65,10 @@ class RelayProducer(Producer):
                          make_message=lambda data, origin: upstream.plugin.message(
                              data, origin=origin),
                          window=window, max_size=max_size)
+        self._low = window * 3 // 4
+        """Topped up after a quarter of the window, not half: the producer's next credit
+        crosses the relay while it still has three quarters to send with (the upstream's own
+        credit, not this window, bounds what is in flight upstream)."""
         self.upstream = upstream
         self.client_origin = origin
         """``origin`` as the ``int`` the origin stamp takes (``Producer.origin`` is any object)."""
@@ -174,7 +178,7 @@ class RelayProducer(Producer):
             if not lib.pn_delivery_settled(down):
                 lib.pn_delivery_update(down, ACCEPTED)
             lib.pn_delivery_settle(down)
-        self.top_up()
+        # no top-up: an outcome does not change the upstream's credit (its flow does)
 
     def detach(self) -> None:
         super().detach()

@@ -50,6 +50,9 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   and constant filters) is put on the upstream source; the whole filter set is
   still evaluated here, and the selector is implied by it, so this is exact
   whatever the upstream does.
+* **Connections**: consumers and producers use two upstream connections (RabbitMQ reads
+  a connection in one process: a consumer's flow would queue behind the producers'
+  transfers), which open, fail and reconnect together.
 * **Reconnect**: when the upstream connection goes away the downstream links
   stay attached; the relay reconnects with exponential backoff (0.2 s to 5 s)
   and re-opens every upstream link. Deliveries in flight are redelivered by the
@@ -61,7 +64,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from proton import (
     Condition,
@@ -110,7 +113,7 @@ if TYPE_CHECKING:
 
     from broker.loop.fast import FastContainer
 
-__all__ = ["RelayLink", "Upstream", "upstream_ssl_domain"]
+__all__ = ["RelayLink", "SessionGrace", "Upstream", "upstream_ssl_domain"]
 
 log = logging.getLogger("filtex.broker.relay")
 
@@ -118,7 +121,8 @@ RelayLink = RelayConsumer | RelayProducer
 
 
 class Upstream(Handler):
-    """The one connection to the upstream broker, with its reconnect loop."""
+    """The connections to the upstream broker (consumers', producers'), with their reconnect
+    loop."""
 
     def __init__(self, config: BrokerConfig, plugin: FiltexPlugin) -> None:
         super().__init__()
@@ -126,7 +130,12 @@ class Upstream(Handler):
         self.plugin = plugin
         self.container: FastContainer | None = None
         self.connection: Connection | None = None
+        """The consumers' connection (each consumer link in a session of its own)."""
+        self.producer_connection: Connection | None = None
+        """The producers' connection: RabbitMQ reads a connection's frames in one process,
+        where a consumer's flow and outcomes would queue behind the producers' transfers."""
         self.session: Session | None = None
+        """The producers' session, on ``producer_connection``."""
         self.ready = False
         self.pushdown = False
         self.non_match_modified = False
@@ -144,6 +153,10 @@ class Upstream(Handler):
         them does not match is handed to a candidate, not offered to every link."""
         self.sessions: dict[Any, Session] = {}
         """Sessions of detached links, waiting for the upstream's begin or end."""
+        self.waiting: dict[RelayConsumer, None] = {}
+        """Consumers whose upstream session waits until the sessions being ended are gone
+        (see :class:`SessionGrace`)."""
+        self.grace: SessionGrace | None = None
         self.backoff = BACKOFF_MIN
         self.stopping = False
 
@@ -174,12 +187,20 @@ class Upstream(Handler):
                 return
         log.info("connecting to upstream %s", self.config.upstream)
         self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
+        self.producer_connection = self.container.connect(self.config.upstream, handler=self,
+                                                          **kwargs)
 
     def on_connection_remote_open(self, event: Event) -> None:
         connection = event.connection
         if not self._current(connection):
             return
         assert connection is not None
+        if self.producer_connection is not None and impl(connection) == impl(
+                self.producer_connection):
+            self.session = connection.session()
+            self.session.open()
+            self._open_all()
+            return
         offered = connection.remote_offered_capabilities or []
         names = {str(c) for c in (offered if isinstance(offered, list | tuple) else [offered])}
         self.offered = frozenset(names)
@@ -194,9 +215,13 @@ class Upstream(Handler):
         log.info("upstream %s: queue non-matches without pushdown are %s: %s",
                  self.config.upstream, "modified (undeliverable-here)" if non_match.modified
                  else "held while the link lives", non_match.reason)
-        self.session = connection.session()
-        self.session.open()
         self.ready = True
+        self._open_all()
+
+    def _open_all(self) -> None:
+        """Both connections are open: open the upstream side of every link."""
+        if not self.ready or self.session is None:
+            return
         self.backoff = BACKOFF_MIN
         for link in list(self.links):
             self._open(link)
@@ -260,9 +285,16 @@ class Upstream(Handler):
     def _lost(self, connection: Connection | None) -> None:
         if not self._current(connection):
             return
+        for other in (self.connection, self.producer_connection):  # the pair goes together
+            if other is not None and (connection is None or impl(other) != impl(connection)) \
+                    and other.state & Endpoint.LOCAL_ACTIVE:
+                other.close()
         self.connection = None
+        self.producer_connection = None
         self.session = None
         self.sessions.clear()
+        self.waiting.clear()
+        self.grace = None
         self.ready = False
         for link in list(self.links):
             if link.up is not None:
@@ -298,16 +330,20 @@ class Upstream(Handler):
         self.sessions.pop(impl(session), None)
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
+        if not self.sessions and self.waiting:
+            self._schedule_grace(SESSION_GRACE)
 
     def _current(self, connection: Connection | None) -> bool:
         """Whether an event's connection is the one we use now (wrappers are not unique)."""
-        return (connection is not None and self.connection is not None
-                and impl(connection) == impl(self.connection))
+        return connection is not None and any(
+            current is not None and impl(connection) == impl(current)
+            for current in (self.connection, self.producer_connection))
 
     def close(self) -> None:
         self.stopping = True
-        if self.connection is not None and self.connection.state & Endpoint.LOCAL_ACTIVE:
-            self.connection.close()
+        for connection in (self.connection, self.producer_connection):
+            if connection is not None and connection.state & Endpoint.LOCAL_ACTIVE:
+                connection.close()
 
     # -- links ------------------------------------------------------------------------------
 
@@ -327,8 +363,31 @@ class Upstream(Handler):
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
             self.offer_held(relay_link)
 
-    def _open(self, relay_link: RelayLink) -> bool:
-        """Open the upstream side of a link, unless the upstream cannot serve it."""
+    def _schedule_grace(self, delay: float, *, force: bool = False) -> None:
+        """Open the waiting consumers in ``delay`` seconds (``force``: even if some session end
+        is still unanswered); an earlier timer still pending is then ignored when it fires."""
+        if self.container is not None:
+            self.grace = SessionGrace(self, force=force)
+            self.container.schedule(delay, self.grace)
+
+    def open_waiting(self, grace: SessionGrace) -> None:
+        """Open the upstream side of the consumers that waited for sessions to end."""
+        if grace is not self.grace:
+            return  # from before a reconnect
+        self.grace = None
+        if self.sessions and self.waiting and not grace.force:  # another end began meanwhile
+            self._schedule_grace(SESSION_GRACE_MAX, force=True)
+            return
+        waiting = list(self.waiting)
+        self.waiting.clear()
+        for consumer in waiting:
+            if consumer in self.links and consumer.up is None and not consumer.closed \
+                    and self._open(consumer, wait=False):
+                self.offer_held(consumer)
+
+    def _open(self, relay_link: RelayLink, *, wait: bool = True) -> bool:
+        """Open the upstream side of a link, unless the upstream cannot serve it (or, ``wait``,
+        a consumer's session has to wait for sessions being ended)."""
         if not self.ready or self.session is None or self.connection is None:
             return False
         if isinstance(relay_link, RelayConsumer):
@@ -339,7 +398,19 @@ class Upstream(Handler):
         if reason is not None:
             relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
             return False
-        relay_link.open_upstream(self.connection, self.session, self.pushdown)
+        if wait and isinstance(relay_link, RelayConsumer) and (
+                self.sessions or self.grace is not None):
+            # A new session would take the channel number of one being ended, and RabbitMQ
+            # 3.10 may hand its frames to the old session (it then detaches the new links and
+            # the connection fails with "no such channel"): wait until those ends are answered.
+            self.waiting[relay_link] = None
+            if self.grace is None:
+                self._schedule_grace(SESSION_GRACE_MAX, force=True)
+            return False
+        if isinstance(relay_link, RelayConsumer):
+            relay_link.open_upstream(self.connection, self.session, self.pushdown)
+        elif self.producer_connection is not None:
+            relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
 
     def answer_by(self, relay_link: RelayLink) -> None:
@@ -363,14 +434,26 @@ class Upstream(Handler):
                     "without a target address needs")
         return None
 
+    def candidates(self, consumer: RelayConsumer,
+                   message: FilterMessage) -> tuple[RelayConsumer, ...] | None:
+        """The consumers of ``consumer``'s queue that may match ``message`` (the queue's
+        matcher, evaluating nothing); None if ``consumer`` is not indexed there."""
+        matcher = self.queue_consumers.get(consumer.address)
+        if matcher is None or consumer not in matcher:
+            return None
+        return matcher.candidates(message)
+
     def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
-                 message: FilterMessage) -> bool:
+                 message: FilterMessage,
+                 candidates: tuple[RelayConsumer, ...] | None = None) -> bool:
         """Give a message one link does not match to another of our links on the queue (only
-        the candidates the queue's matcher names are asked)."""
-        matcher = self.queue_consumers.get(owner.address)
-        if matcher is None:
-            return False
-        for other in matcher.candidates(message):
+        the candidates the queue's matcher names are asked; ``candidates``: already named)."""
+        if candidates is None:
+            matcher = self.queue_consumers.get(owner.address)
+            if matcher is None:
+                return False
+            candidates = matcher.candidates(message)
+        for other in candidates:
             if other is not owner and other.wants(message):
                 other.borrow(owner, delivery, data)
                 return True
@@ -399,6 +482,8 @@ class Upstream(Handler):
 
     def forget(self, relay_link: RelayLink) -> None:
         self.links.pop(relay_link, None)
+        if isinstance(relay_link, RelayConsumer):
+            self.waiting.pop(relay_link, None)
         if isinstance(relay_link, RelayConsumer):
             matcher = self.queue_consumers.get(relay_link.address)
             if matcher is not None:
@@ -480,6 +565,32 @@ class Upstream(Handler):
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
                  "(dynamic)" if request.dynamic else request.address or "(anonymous relay)")
         return producer
+
+
+SESSION_GRACE: Final = 0.1
+"""Seconds after the upstream answered the last session end before new sessions begin (it
+has to forget the old session's channel number first)."""
+SESSION_GRACE_MAX: Final = 0.5
+"""Seconds new consumers wait at most for session ends the upstream does not answer."""
+
+
+class SessionGrace(Handler):
+    """Opens the consumers that waited for ending sessions (:meth:`Upstream.open_waiting`).
+
+    RabbitMQ 3.10 routes frames by channel number to a session process that may still be
+    ending: a begin on the number of a session the relay just ended can reach the old session
+    (rabbitmq-server pull request #14317 fixed this in 4.x). Proton gives a new session the
+    lowest free number, the one just freed, so a consumer that leaves and another that comes
+    at once broke the upstream connection (seen in bench/bench_relay.py)."""
+
+    def __init__(self, upstream: Upstream, *, force: bool) -> None:
+        super().__init__()
+        self.upstream = upstream
+        self.force = force
+        """Open them even if a session end is still unanswered (the longest wait is over)."""
+
+    def on_timer_task(self, event: Event) -> None:
+        self.upstream.open_waiting(self)
 
 
 def upstream_ssl_domain(config: BrokerConfig) -> SSLDomain:
