@@ -16,10 +16,16 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Final, TypeAlias
 
-from filtex_proton.archive.index import index_column
+from filtex_proton.archive.index import (
+    BUCKET_COLUMN,
+    MAX_BUCKETS,
+    bucket_of,
+    bucket_value,
+    index_column,
+)
 from filtex_proton.spark import ir
 
-__all__ = ["implied_values", "index_hint"]
+__all__ = ["bucket_hint", "implied_values", "index_hint"]
 
 #: Key -> the only string-slot values for which the expression can be TRUE; a key that is
 #: not there is unconstrained. ``None``: the expression is never TRUE.
@@ -117,4 +123,32 @@ def index_hint(predicate: ir.Expr, columns: Collection[str]) -> ir.Expr:
             return ir.FALSE
         parts.append(ir.op("isin", ir.Col(column),
                            *(ir.Lit("=" + v, "string") for v in sorted(values))))
+    return ir.and_(*parts)
+
+
+def bucket_hint(predicate: ir.Expr, columns: Collection[str]) -> ir.Expr:
+    """A conjunct over ``index_bucket`` (a bucketed archive's directories) implied by
+    ``predicate``, for Spark to prune whole files at planning time (TRUE if none).
+
+    For every key the predicate pins to some strings, the files bucketed by that key's index
+    column are kept only in those strings' buckets (for every bucket count); files bucketed by
+    another key, or not bucketed (``index_bucket`` NULL), are all kept. A row's bucket is its
+    index value's, and a row the predicate makes TRUE has one of these index values, so the
+    rows of the skipped files could never match.
+    """
+    if BUCKET_COLUMN not in columns:
+        return ir.TRUE
+    constraint = implied_values(predicate)
+    if constraint is None:
+        return ir.TRUE
+    bucket = ir.Col(BUCKET_COLUMN)
+    parts: list[ir.Expr] = []
+    for key, values in sorted(constraint.items()):
+        column = index_column(key)
+        wanted = sorted({bucket_value(column, count, bucket_of("=" + value, count))
+                         for value in values for count in range(1, MAX_BUCKETS + 1)})
+        parts.append(ir.or_(
+            ir.op("isnull", bucket),
+            ir.not_(ir.op("startswith", bucket, ir.Lit(column + ".", "string"))),
+            *([ir.op("isin", bucket, *(ir.Lit(v, "string") for v in wanted))] if wanted else [])))
     return ir.and_(*parts)
