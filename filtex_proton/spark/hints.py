@@ -16,13 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Final, TypeAlias
 
-from filtex_proton.archive.index import (
-    BUCKET_COLUMN,
-    MAX_BUCKETS,
-    bucket_of,
-    bucket_value,
-    index_column,
-)
+from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, index_column
 from filtex_proton.spark import ir
 
 __all__ = ["bucket_hint", "implied_values", "index_hint"]
@@ -126,29 +120,32 @@ def index_hint(predicate: ir.Expr, columns: Collection[str]) -> ir.Expr:
     return ir.and_(*parts)
 
 
-def bucket_hint(predicate: ir.Expr, columns: Collection[str]) -> ir.Expr:
-    """A conjunct over ``index_bucket`` (a bucketed archive's directories) implied by
-    ``predicate``, for Spark to prune whole files at planning time (TRUE if none).
+def bucket_hint(predicate: ir.Expr, columns: Collection[str]) -> str | None:
+    """A Spark SQL condition on ``index_bucket`` (a bucketed archive's directories) implied by
+    ``predicate``, for Spark to prune whole files when it plans the query (None if none).
 
-    For every key the predicate pins to some strings, the files bucketed by that key's index
-    column are kept only in those strings' buckets (for every bucket count); files bucketed by
-    another key, or not bucketed (``index_bucket`` NULL), are all kept. A row's bucket is its
-    index value's, and a row the predicate makes TRUE has one of these index values, so the
-    rows of the skipped files could never match.
+    For every key the predicate pins to some strings, a file bucketed by that key's index column
+    (``index_bucket`` = ``<column>.<N>.<b>``) is kept only if one of the strings' CRC-32 modulo
+    N is b; files bucketed by another key, not bucketed (NULL) or with a name that does not parse
+    are kept. A row's bucket is its index value's, and a row the predicate makes TRUE has one of
+    these index values, so the rows of the skipped files could never match. SQL text, not an
+    expression tree: built from Python, each literal would cost a round trip to the JVM, and
+    this is one (the strings' CRCs are computed here: no key value is in the text).
     """
     if BUCKET_COLUMN not in columns:
-        return ir.TRUE
+        return None
     constraint = implied_values(predicate)
     if constraint is None:
-        return ir.TRUE
-    bucket = ir.Col(BUCKET_COLUMN)
-    parts: list[ir.Expr] = []
+        return None
+    bucket = f"`{BUCKET_COLUMN}`"
+    # try_*: an unparsable name is NULL (kept), not an error under ANSI mode.
+    count = f"nullif(try_cast(try_element_at(split({bucket}, '[.]'), 2) AS BIGINT), 0)"
+    number = f"try_cast(try_element_at(split({bucket}, '[.]'), 3) AS BIGINT)"
+    parts: list[str] = []
     for key, values in sorted(constraint.items()):
-        column = index_column(key)
-        wanted = sorted({bucket_value(column, count, bucket_of("=" + value, count))
-                         for value in values for count in range(1, MAX_BUCKETS + 1)})
-        parts.append(ir.or_(
-            ir.op("isnull", bucket),
-            ir.not_(ir.op("startswith", bucket, ir.Lit(column + ".", "string"))),
-            *([ir.op("isin", bucket, *(ir.Lit(v, "string") for v in wanted))] if wanted else [])))
-    return ir.and_(*parts)
+        column = index_column(key)  # letters, digits, _, - and %XX only: safe in a literal
+        crcs = sorted({bucket_of("=" + value, 1 << 32) for value in values})
+        matching = " OR ".join(f"pmod({crc}, {count}) = {number}" for crc in crcs) or "FALSE"
+        parts.append(f"({bucket} IS NULL OR NOT startswith({bucket}, '{column}.') "
+                     f"OR coalesce({matching}, TRUE))")
+    return " AND ".join(parts) or None

@@ -135,9 +135,11 @@ class Plan:
         # Parquet reader to skip by (the same rows match).
         # A bucketed archive's directories: the buckets the predicate can match in, for
         # Spark to prune the other files when it plans (never listed, opened or scheduled).
-        predicate = ir.and_(bucket_hint(predicate, df.columns),
-                            index_hint(predicate, df.columns), predicate)
+        buckets = bucket_hint(predicate, df.columns)
+        predicate = ir.and_(index_hint(predicate, df.columns), predicate)
         regular = df.where(F.col("regular") & ir.to_column(predicate))
+        if buckets is not None:
+            regular = regular.where(F.expr(buckets))
         residual = self.residual
         if residual:
             regular = regular.where(match_udf(residual, self.limits)(raw))
