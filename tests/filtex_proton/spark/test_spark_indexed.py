@@ -74,15 +74,20 @@ EXTRA: list[dict[str, Described]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("indexed")
-    with ArchiveWriter(directory, segment_rows=700, row_group_rows=64, flush_interval=None,
-                       fsync=False, handle_sigterm=False, index=INDEX) as writer:
+def _write_corpus(directory: Path, index: ArchiveIndex | None, segment_rows: int = 700) -> Path:
+    """The corpus written through ArchiveWriter with ``index``, row groups of 64 rows."""
+    with ArchiveWriter(directory, segment_rows=segment_rows, row_group_rows=64,
+                       flush_interval=None, fsync=False, handle_sigterm=False,
+                       index=index) as writer:
         for number, message in enumerate(MESSAGES):
             writer.append(ADDRESSES[number % len(ADDRESSES)], message,
                           BASE_ARRIVAL + number * 60_000)
     return directory
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_corpus(tmp_path_factory.mktemp("indexed"), INDEX)
 
 
 @pytest.fixture(scope="module")
@@ -262,13 +267,7 @@ BUCKET_TEXTS = [*TEXTS, "region IN ('AMER', 'EMEA')", "region = 'AMER' AND s = '
 @pytest.fixture(scope="module")
 def bucketed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The corpus as ArchiveWriter(index=BUCKETED) writes it: each segment in 4 bucket files."""
-    directory = tmp_path_factory.mktemp("bucketed")
-    with ArchiveWriter(directory, segment_rows=700, row_group_rows=64, flush_interval=None,
-                       fsync=False, handle_sigterm=False, index=BUCKETED) as writer:
-        for number, message in enumerate(MESSAGES):
-            writer.append(ADDRESSES[number % len(ADDRESSES)], message,
-                          BASE_ARRIVAL + number * 60_000)
-    return directory
+    return _write_corpus(tmp_path_factory.mktemp("bucketed"), BUCKETED)
 
 
 def _bucket_files(directory: Path) -> dict[str, list[Path]]:
@@ -411,15 +410,10 @@ def test_reindex_migrates_to_merged_buckets_and_back(spark: SparkSession, tmp_pa
     """``reindex_archive(merge=True)`` in place: one file per partition directory and bucket,
     the old segments gone; then back to the plain layout, no bucket directory left. The same
     answers all along."""
-    migrated = tmp_path / "migrated"
-    with ArchiveWriter(migrated, segment_rows=50, flush_interval=None, fsync=False,
-                       handle_sigterm=False) as writer:  # several segments per directory
-        for number, message in enumerate(MESSAGES):
-            writer.append(ADDRESSES[number % len(ADDRESSES)], message,
-                          BASE_ARRIVAL + number * 60_000)
+    migrated = _write_corpus(tmp_path / "migrated", None, segment_rows=50)  # several segments
     segments = [Path(f) for f in archive_dataset(migrated).files]
     directories = {f.parent for f in segments}
-    assert len(segments) >= 2 * len(directories)
+    assert len(segments) >= 2 * len(directories)  # per directory
     written = reindex_archive(migrated, BUCKETED, fsync=False, merge=True)
     files = archive_dataset(migrated).files
     assert written == len(files) <= 4 * len(directories)
