@@ -2,6 +2,7 @@
 
 Run:  python bench/bench_spark.py --size 1000000           (about 5 minutes the first time)
       python bench/bench_spark.py --size 10000000 --cache /data/filtex-bench
+      python bench/bench_spark.py --size 10000000 --cache /data/filtex-bench --selective-only
 
 The workload is RabbitMQ's (blog, 2025-09-23): messages with a ~40-byte body,
 a priority, a subject naming an event type, a creation time and an application
@@ -23,7 +24,8 @@ statistics and dictionaries. Results go into docs/PERFORMANCE.md.
 Indexed layout (issue 20): the same segments are also rewritten with an
 ``ArchiveIndex`` (``reindex_archive``: sorted segments, Bloom filters, page
 index; the application property ``customer`` indexed, as ``--archive-index
-customer`` does), and
+customer`` does; and bucketed by customer into 32 files per directory,
+``reindex_archive(..., merge=True)``), and
 selective equality filters (1 match in 100,000) are counted on both layouts,
 with the bytes Spark read (its stages' input metrics) and the rows its Parquet
 scan returned after skipping.
