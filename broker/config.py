@@ -83,6 +83,9 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
                                   "stall"),
     "archive_index_fields": (bool, "index subject, to, group-id and creation-time in the "
                              "archive's segments (sorted, Bloom filters, page index)"),
+    "archive_index_buckets": (int, "split each archive segment into this many files by the "
+                              "first --archive-index key, so that Spark opens one in N for an "
+                              "equality on it (0: one file)"),
     "upstream_ca": (str, "relay mode, amqps://: PEM file of CAs trusted for the upstream"),
     "upstream_cert": (str, "relay mode, amqps://: PEM client certificate for the upstream"),
     "upstream_key": (str, "relay mode, amqps://: PEM private key of --upstream-cert"),
@@ -351,6 +354,8 @@ def _validate(config: BrokerConfig) -> None:
         raise ConfigError("archive_nodes needs archive (the directory to archive to)")
     if config.archive_index and not config.archive:
         raise ConfigError("archive_index needs archive (the directory to archive to)")
+    if config.archive_index_buckets and not config.archive_index:
+        raise ConfigError("archive_index_buckets needs archive_index (the key to bucket by)")
     if "" in config.archive_index or len(set(config.archive_index)) != len(config.archive_index):
         raise ConfigError(f"archive_index: application property keys must be distinct and "
                           f"non-empty, not {list(config.archive_index)}")

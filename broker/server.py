@@ -271,7 +271,8 @@ class Broker:
             self.archive = Archiver(
                 Path(self.config.archive), self.config.archive_nodes,
                 max_pending_bytes=self.config.archive_max_pending_bytes, wake=self._waker.wake,
-                index=self.config.archive_index, index_fields=self.config.archive_index_fields)
+                index=self.config.archive_index, index_fields=self.config.archive_index_fields,
+                index_buckets=self.config.archive_index_buckets)
             self.links.archive = self.archive
             log.info("archiving %s to %s", ", ".join(self.config.archive_nodes) or "every node",
                      self.config.archive)

@@ -81,6 +81,8 @@ class BrokerConfig:
     """Application property keys the archive indexes (docs/ARCHIVE.md), the first sorting."""
     archive_index_fields: bool = True
     """Index subject, to, group-id and creation-time in the archive (sorted, Bloom filters)."""
+    archive_index_buckets: int = 0
+    """Split each segment into this many files by the first ``archive_index`` key (0: one)."""
     upstream_ca: str = ""
     """Relay mode, amqps://: PEM file of the CAs trusted for the upstream's certificate."""
     upstream_cert: str = ""

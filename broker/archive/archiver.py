@@ -117,6 +117,7 @@ class Archiver(RoomToWait):
         wake: Callable[[], None] = lambda: None,
         index: tuple[str, ...] = (),
         index_fields: bool = False,
+        index_buckets: int = 0,
     ) -> None:
         super().__init__()
         self.directory = directory
@@ -124,6 +125,8 @@ class Archiver(RoomToWait):
         """Application property keys the writer indexes (``ArchiveIndex.properties``)."""
         self.index_fields = index_fields
         """Whether it indexes the properties fields too (``ArchiveIndex.fields``)."""
+        self.index_buckets = index_buckets
+        """Files per segment, by the first key (``ArchiveIndex.buckets``; 0: one)."""
         self.patterns = patterns
         """Glob patterns (``fnmatch``) on the address; empty: every node is archived."""
         self.max_pending_bytes = max_pending_bytes
@@ -265,7 +268,8 @@ class Archiver(RoomToWait):
     def _start_process(self) -> WriterProcess:
         return WriterProcess(self.directory, self._on_progress, self._event.set,
                              retain_bytes=max(RETAIN_BYTES, self.max_pending_bytes),
-                             index=self.index, index_fields=self.index_fields)
+                             index=self.index, index_fields=self.index_fields,
+                             index_buckets=self.index_buckets)
 
     def _restart(self) -> bool:
         """The writer died: start another and send it what is unwritten; False if given up."""

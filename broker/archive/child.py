@@ -158,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         index = None
         if wanted["properties"] or wanted["fields"]:
             index = ArchiveIndex(tuple(wanted["properties"]),
-                                 INDEXABLE_FIELDS if wanted["fields"] else ())
+                                 INDEXABLE_FIELDS if wanted["fields"] else (),
+                                 buckets=wanted.get("buckets", 0))
         writer = ArchiveWriter(directory, handle_sigterm=False, index=index)
     except Exception as exc:
         write_frame(sink, FAILED, f"cannot open the archive {directory}: {exc}".encode())

@@ -39,9 +39,11 @@ class WriterProcess:
 
     def __init__(self, directory: Path, on_progress: Callable[[Progress], None],
                  on_exit: Callable[[], None], *, retain_bytes: int,
-                 index: tuple[str, ...] = (), index_fields: bool = False) -> None:
+                 index: tuple[str, ...] = (), index_fields: bool = False,
+                 index_buckets: int = 0) -> None:
         level = logging.getLevelName(log.getEffectiveLevel())
-        indexing = json.dumps({"properties": list(index), "fields": index_fields})
+        indexing = json.dumps({"properties": list(index), "fields": index_fields,
+                               "buckets": index_buckets})
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "broker.archive.child", str(directory), str(level),
              str(retain_bytes), indexing],

@@ -12,7 +12,9 @@ Only :mod:`pyarrow` is needed (no Spark): the broker's ``--archive`` writes with
 """
 
 from filtex_proton.archive.index import (
+    BUCKET_COLUMN,
     INDEXABLE_FIELDS,
+    MAX_BUCKETS,
     ArchiveIndex,
     common_index_columns,
     index_column,
@@ -57,11 +59,13 @@ from filtex_proton.archive.writer import ArchiveStats, ArchiveWriter, write_segm
 
 __all__ = [
     "ARCHIVE_SCHEMA",
+    "BUCKET_COLUMN",
     "COLUMN_OF_FIELD",
     "DECIMAL_SCALE",
     "INDEXABLE_FIELDS",
     "KEY_TYPES",
     "MAP_COLUMNS",
+    "MAX_BUCKETS",
     "MAX_DIRECTORY_BYTES",
     "PARTITION_COLUMNS",
     "READABLE_VERSIONS",

@@ -16,6 +16,13 @@ columns (never inside the ``application_properties`` map). So an indexed segment
   equality with a string literal can be TRUE for), else the empty string. Never NULL, so a
   filter that a segment lacks the column for can be recognised (it reads NULL there).
 
+With ``buckets`` (N > 0) a segment is also split by a hash of its first index column into N
+files, each in a Hive-style directory ``index_bucket=<column>.<N>.<b>`` below the segment's
+``regular=`` directory: Spark prunes those directories when it plans the query (the hints add
+``index_bucket`` conditions), so an equality on the first key lists, opens and schedules one
+file in N. Rows whose key is absent, NULL or not a string have the index value ``""`` and sit
+in that value's bucket; an equality with a string can never be TRUE for them.
+
 The segment's Parquet metadata lists its index (``filtex.archive.index``); readers that do not
 know it lose nothing (the index columns are derived from the others), so the schema version
 stays 2.
@@ -24,6 +31,7 @@ stays 2.
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -35,10 +43,15 @@ import pyarrow.parquet as pq
 from filtex_proton.archive.schema import COLUMN_OF_FIELD
 
 __all__ = [
+    "BUCKET_COLUMN",
     "INDEXABLE_FIELDS",
     "INDEX_KEY",
+    "MAX_BUCKETS",
     "ArchiveIndex",
+    "bucket_of",
+    "bucket_value",
     "index_column",
+    "parse_bucket",
     "segment_index",
 ]
 
@@ -46,6 +59,10 @@ INDEX_KEY: Final = b"filtex.archive.index"
 #: The properties fields an index may name (their typed columns are indexed as they are).
 INDEXABLE_FIELDS: Final = ("subject", "to", "group-id", "creation-time")
 _PREFIX: Final = "index_"
+#: The partition column of a bucketed segment's directory (``index_bucket=<column>.<N>.<b>``).
+BUCKET_COLUMN: Final = "index_bucket"
+#: Most buckets an index may have (the hints name a key's bucket for every count up to this).
+MAX_BUCKETS: Final = 256
 _PLAIN: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -57,6 +74,26 @@ def index_column(key: str) -> str:
         char if char in _PLAIN else "".join(f"%{b:02X}" for b in char.encode("utf-8",
                                                                              "surrogatepass"))
         for char in key)
+
+
+def bucket_of(value: str, buckets: int) -> int:
+    """The bucket of an index column value (CRC-32 of its UTF-8 bytes, modulo ``buckets``):
+    stable across processes and versions, as the directory names it is written into."""
+    return zlib.crc32(value.encode("utf-8", "surrogatepass")) % buckets
+
+
+def bucket_value(column: str, buckets: int, bucket: int) -> str:
+    """The ``index_bucket`` partition value of bucket ``bucket`` of ``buckets`` by ``column``."""
+    return f"{column}.{buckets}.{bucket}"
+
+
+def parse_bucket(value: str) -> tuple[str, int, int] | None:
+    """``(column, buckets, bucket)`` of an ``index_bucket`` value; None if it is not one."""
+    column, _, rest = value.partition(".")
+    count, _, bucket = rest.partition(".")
+    if not (column.startswith(_PREFIX) and count.isdigit() and bucket.isdigit()):
+        return None
+    return column, int(count), int(bucket)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +108,9 @@ class ArchiveIndex:
     """False-positive rate of the Bloom filters (per row group and column)."""
     page_rows: int = 1024
     """Most rows per data page (the page index's granularity)."""
+    buckets: int = 0
+    """Split each segment into this many files by a hash of the first application property
+    (0: one file); Spark skips the other buckets' files without opening them."""
 
     def __post_init__(self) -> None:
         unknown = [f for f in self.fields if f not in INDEXABLE_FIELDS]
@@ -85,6 +125,10 @@ class ArchiveIndex:
             raise ValueError(f"bloom_fpp must be between 0 and 1, not {self.bloom_fpp}")
         if self.page_rows < 1:
             raise ValueError(f"page_rows must be at least 1, not {self.page_rows}")
+        if not 0 <= self.buckets <= MAX_BUCKETS or (self.buckets and not self.properties):
+            raise ValueError(f"buckets must be 0, or 1 to {MAX_BUCKETS} with an application "
+                             f"property to hash, not {self.buckets} with properties "
+                             f"{list(self.properties)}")
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -93,8 +137,11 @@ class ArchiveIndex:
                 *(COLUMN_OF_FIELD[f] for f in self.fields))
 
     def metadata(self) -> bytes:
-        return json.dumps({"properties": list(self.properties),
-                           "fields": list(self.fields)}).encode()
+        described: dict[str, Any] = {"properties": list(self.properties),
+                                     "fields": list(self.fields)}
+        if self.buckets:
+            described["buckets"] = self.buckets
+        return json.dumps(described).encode()
 
     def apply(self, table: pa.Table) -> pa.Table:
         """The segment's rows with the index columns added, sorted by the index."""
@@ -109,6 +156,19 @@ class ArchiveIndex:
         if order:
             table = table.sort_by(order)
         return table
+
+    def split(self, table: pa.Table) -> dict[str, pa.Table]:
+        """An :meth:`apply`-ed table by bucket (``index_bucket`` value -> its rows, in order);
+        the whole table under ``""`` when not bucketed."""
+        if not self.buckets:
+            return {"": table}
+        column = index_column(self.properties[0])
+        encoded = pc.dictionary_encode(table.column(column)).combine_chunks()
+        of_value = pa.array([bucket_of(v, self.buckets) for v in encoded.dictionary.to_pylist()],
+                            pa.int32())
+        buckets = pc.take(of_value, encoded.indices)
+        return {bucket_value(column, self.buckets, b): table.filter(pc.equal(buckets, b))
+                for b in sorted(set(of_value.to_pylist()))}
 
     def write_options(self, table: pa.Table, row_group_rows: int) -> dict[str, Any]:
         """``pq.write_table`` options for an :meth:`apply`-ed table: Bloom filters sized by the
@@ -132,7 +192,8 @@ def segment_index(schema: pa.Schema) -> ArchiveIndex | None:
         return None
     described = json.loads(text)
     return ArchiveIndex(tuple(described.get("properties", ())),
-                        tuple(f for f in described.get("fields", ()) if f in INDEXABLE_FIELDS))
+                        tuple(f for f in described.get("fields", ()) if f in INDEXABLE_FIELDS),
+                        buckets=int(described.get("buckets", 0)))
 
 
 def common_index_columns(indexes: Iterable[ArchiveIndex | None]) -> frozenset[str]:

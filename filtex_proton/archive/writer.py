@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from filtex_proton.archive.index import INDEX_KEY, ArchiveIndex
+from filtex_proton.archive.index import BUCKET_COLUMN, INDEX_KEY, ArchiveIndex
 from filtex_proton.archive.layout import address_directory
 from filtex_proton.archive.rows import message_row
 from filtex_proton.archive.schema import ARCHIVE_SCHEMA
@@ -267,18 +267,33 @@ class ArchiveWriter:
 
 def write_segment(table: pa.Table, path: Path, *, compression: str = "zstd",
                   row_group_rows: int = 16_384, index: ArchiveIndex | None = None,
-                  fsync: bool = True) -> None:
+                  fsync: bool = True) -> list[Path]:
     """Write one segment file atomically (a hidden temporary name, fsynced, renamed, the
-    directory fsynced), sorted and indexed as ``index`` says."""
+    directory fsynced), sorted and indexed as ``index`` says; returns the files written (one
+    per bucket for a bucketed index: in bucket directories below ``path``'s)."""
+    if index is None:
+        _write_file(table, path, {}, compression, row_group_rows, fsync)
+        return [path]
+    written = []
+    table = index.apply(table)
+    table = table.replace_schema_metadata(
+        {**(table.schema.metadata or {}), INDEX_KEY: index.metadata()})
+    for bucket, rows in index.split(table).items():
+        # A bucketed segment: one file per bucket, in the bucket's directory (docs/ARCHIVE.md).
+        # (index columns escape as %XX: a '%' itself escaped, as Spark reads directory names)
+        folder = f"{BUCKET_COLUMN}={bucket.replace('%', '%25')}"
+        where = path.parent / folder / path.name if bucket else path
+        _write_file(rows, where, index.write_options(rows, row_group_rows), compression,
+                    row_group_rows, fsync)
+        written.append(where)
+    return written
+
+
+def _write_file(table: pa.Table, path: Path, options: dict[str, Any], compression: str,
+                row_group_rows: int, fsync: bool) -> None:
     temporary = path.with_name(f".{path.name}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        options: dict[str, Any] = {}
-        if index is not None:
-            table = index.apply(table)
-            options = index.write_options(table, row_group_rows)
-            table = table.replace_schema_metadata(
-                {**(table.schema.metadata or {}), INDEX_KEY: index.metadata()})
         pq.write_table(table, temporary, compression=compression,
                        row_group_size=row_group_rows, **options)
         if fsync:

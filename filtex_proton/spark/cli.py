@@ -95,6 +95,32 @@ def _duplicates(parser: argparse.ArgumentParser) -> None:
                         "same address, arrival time, sequence and bytes); dropped by default")
 
 
+def _date(text: str) -> str:
+    """An ISO date (YYYY-MM-DD), as the archive names its ``date=`` directories."""
+    try:
+        return dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def _days(parser: argparse.ArgumentParser) -> None:
+    """``--since``/``--until``/``--day``: whole arrival days (UTC), pruned by directory."""
+    parser.add_argument("--since", type=_date, metavar="DATE",
+                        help="only messages archived on this UTC day (YYYY-MM-DD) or later")
+    parser.add_argument("--until", type=_date, metavar="DATE",
+                        help="only messages archived on this UTC day (YYYY-MM-DD) or earlier")
+    parser.add_argument("--day", type=_date, metavar="DATE",
+                        help="only messages archived on this UTC day (--since DATE --until DATE)")
+
+
+def _day_range(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    if args.day is not None:
+        if args.since is not None or args.until is not None:
+            raise _UsageError("--day cannot be combined with --since/--until")
+        return args.day, args.day
+    return args.since, args.until
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="filtex-spark", parents=[_common()],
@@ -109,6 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     _filters(select)
     select.add_argument("--address", action="append", metavar="NAME",
                         help="only messages archived at this address (repeatable)")
+    _days(select)
     _duplicates(select)
     select.add_argument("--out", metavar="DIR",
                         help="write the matches there, as an archive (partitioned alike)")
@@ -124,6 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     _filters(replay)
     replay.add_argument("--address", action="append", metavar="NAME",
                         help="only messages archived at this address (repeatable)")
+    _days(replay)
     _duplicates(replay)
     replay.add_argument("--to", required=True, metavar="amqp://HOST:PORT/ADDRESS",
                         help="where to send them")
@@ -184,7 +212,9 @@ def _matches(spark: SparkSession, args: argparse.Namespace, planned: Plan) -> Da
     after filtering, so that only the matches are compared)."""
     from filtex_proton.spark.session import drop_archive_duplicates, read_archive
 
-    matches = planned.apply(read_archive(spark, args.archive, args.address or None))
+    since, until = _day_range(args)
+    matches = planned.apply(read_archive(spark, args.archive, args.address or None,
+                                         since=since, until=until))
     return matches if args.keep_duplicates else drop_archive_duplicates(matches)
 
 
@@ -263,6 +293,9 @@ def _identity(args: argparse.Namespace, filter_set: FilterSet) -> str:
                                 "to": args.to, "filters": normalised}
     if args.keep_duplicates:  # absent otherwise: checkpoints written before the flag still match
         identity["keep_duplicates"] = True
+    since, until = _day_range(args)
+    if since is not None or until is not None:  # absent otherwise, as keep_duplicates
+        identity["days"] = [since, until]
     return json.dumps(identity, sort_keys=True, ensure_ascii=False)
 
 
@@ -371,6 +404,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
         if args.command == "explain":
             print(plan(filter_set, path=args.path), file=out)
             return EXIT_OK
+        _day_range(args)  # before Spark starts: a usage error is quick
         try:
             planned = plan(filter_set, path=args.path)
         except ValueError as exc:  # --path column with a filter that does not translate

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Final, TypeAlias
 
-from filtex_proton.archive.index import index_column
+from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, index_column
 from filtex_proton.spark import ir
 
-__all__ = ["implied_values", "index_hint"]
+__all__ = ["bucket_hint", "implied_values", "index_hint"]
 
 #: Key -> the only string-slot values for which the expression can be TRUE; a key that is
 #: not there is unconstrained. ``None``: the expression is never TRUE.
@@ -118,3 +118,34 @@ def index_hint(predicate: ir.Expr, columns: Collection[str]) -> ir.Expr:
         parts.append(ir.op("isin", ir.Col(column),
                            *(ir.Lit("=" + v, "string") for v in sorted(values))))
     return ir.and_(*parts)
+
+
+def bucket_hint(predicate: ir.Expr, columns: Collection[str]) -> str | None:
+    """A Spark SQL condition on ``index_bucket`` (a bucketed archive's directories) implied by
+    ``predicate``, for Spark to prune whole files when it plans the query (None if none).
+
+    For every key the predicate pins to some strings, a file bucketed by that key's index column
+    (``index_bucket`` = ``<column>.<N>.<b>``) is kept only if one of the strings' CRC-32 modulo
+    N is b; files bucketed by another key, not bucketed (NULL) or with a name that does not parse
+    are kept. A row's bucket is its index value's, and a row the predicate makes TRUE has one of
+    these index values, so the rows of the skipped files could never match. SQL text, not an
+    expression tree: built from Python, each literal would cost a round trip to the JVM, and
+    this is one (the strings' CRCs are computed here: no key value is in the text).
+    """
+    if BUCKET_COLUMN not in columns:
+        return None
+    constraint = implied_values(predicate)
+    if constraint is None:
+        return None
+    bucket = f"`{BUCKET_COLUMN}`"
+    # try_*: an unparsable name is NULL (kept), not an error under ANSI mode.
+    count = f"nullif(try_cast(try_element_at(split({bucket}, '[.]'), 2) AS BIGINT), 0)"
+    number = f"try_cast(try_element_at(split({bucket}, '[.]'), 3) AS BIGINT)"
+    parts: list[str] = []
+    for key, values in sorted(constraint.items()):
+        column = index_column(key)  # letters, digits, _, - and %XX only: safe in a literal
+        crcs = sorted({bucket_of("=" + value, 1 << 32) for value in values})
+        matching = " OR ".join(f"pmod({crc}, {count}) = {number}" for crc in crcs) or "FALSE"
+        parts.append(f"({bucket} IS NULL OR NOT startswith({bucket}, '{column}.') "
+                     f"OR coalesce({matching}, TRUE))")
+    return " AND ".join(parts) or None

@@ -22,7 +22,7 @@ from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.spark import ir
-from filtex_proton.spark.hints import index_hint
+from filtex_proton.spark.hints import bucket_hint, index_hint
 from filtex_proton.spark.translate import Translator, UntranslatableError, residual_sql
 from filtex_proton.sql import ast
 
@@ -133,8 +133,13 @@ class Plan:
         predicate = self.column_predicate
         # An indexed archive's index columns: a conjunct the predicate implies, for Spark's
         # Parquet reader to skip by (the same rows match).
+        # A bucketed archive's directories: the buckets the predicate can match in, for
+        # Spark to prune the other files when it plans (never listed, opened or scheduled).
+        buckets = bucket_hint(predicate, df.columns)
         predicate = ir.and_(index_hint(predicate, df.columns), predicate)
         regular = df.where(F.col("regular") & ir.to_column(predicate))
+        if buckets is not None:
+            regular = regular.where(F.expr(buckets))
         residual = self.residual
         if residual:
             regular = regular.where(match_udf(residual, self.limits)(raw))

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from filtex_proton.archive import (
     ARCHIVE_SCHEMA,
+    BUCKET_COLUMN,
     PARTITION_COLUMNS,
     address_partition,
     archive_segments,
@@ -108,45 +109,68 @@ def _spark_type(arrow_type: pa.DataType) -> DataType:
     raise TypeError(f"no Spark type for {arrow_type}")
 
 
-def archive_spark_schema(index_columns: Iterable[str] = ()) -> StructType:
+def archive_spark_schema(index_columns: Iterable[str] = (), *,
+                         bucketed: bool = False) -> StructType:
     """The archive's columns as Spark reads them (and these application property index
-    columns), the partition columns last."""
+    columns), the partition columns last (and ``index_bucket`` if ``bucketed``)."""
     from pyspark.sql import types as T  # noqa: N812
 
     fields = [T.StructField(f.name, _spark_type(f.type), f.nullable) for f in ARCHIVE_SCHEMA]
     fields += [T.StructField(name, T.StringType(), True) for name in index_columns]
     fields += [T.StructField(name, T.BooleanType() if name == "regular" else T.StringType(), True)
-               for name in PARTITION_COLUMNS]
+               for name in (*PARTITION_COLUMNS, *((BUCKET_COLUMN,) if bucketed else ()))]
     return T.StructType(fields)
 
 
 def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
-                 addresses: Iterable[str] | None = None) -> DataFrame:
+                 addresses: Iterable[str] | None = None, *, since: str | None = None,
+                 until: str | None = None) -> DataFrame:
     """An archive directory as a DataFrame (``address``, ``date`` and ``regular`` from the
-    directory names), only the rows of ``addresses`` if given.
+    directory names), only the rows of ``addresses`` if given, and of the days ``since`` to
+    ``until`` (ISO dates, UTC, both included) if given.
 
     The schema is given, not inferred: an address such as ``123`` stays a string.
     ``address`` is the real address also where the directory holds a shortened one
-    (``long_address`` is set there). ``addresses`` is applied to the directory
+    (``long_address`` is set there). ``addresses`` and the days are applied to the directory
     names first, so that Spark reads only their directories.
 
     The ``index_<key>`` columns of the application properties that every segment indexes
     (docs/ARCHIVE.md) are columns of the DataFrame too, and Spark then reads exactly the
     segments checked (one written meanwhile without them would read NULL there);
     :func:`~filtex_proton.spark.apply_filter` uses them to let Spark skip what cannot match.
+    An archive with bucketed segments has an ``index_bucket`` column (NULL for the segments
+    that are not), by which Spark skips whole files.
     """
     from pyspark.sql import functions as F  # noqa: N812
 
     path = os.fspath(directory)
     indexes: list[str] = []
-    reading = [path]
+    groups: list[tuple[list[str], bool]] = [([path], False)]
     if os.path.isdir(path):  # a local archive: refuse newer schema versions before Spark reads
         segments = archive_segments(path)  # (a remote URL is read as it is: Spark reads its
         indexes = sorted(common_index_columns(i for _, _, i in segments))  # footers itself)
-        if indexes:
-            reading = [file for file, _, _ in segments]
-    df = (spark.read.schema(archive_spark_schema(indexes)).option("basePath", path)
-          .option("recursiveFileLookup", "false").parquet(*reading))
+        marker = f"{os.sep}{BUCKET_COLUMN}="
+        bucketed = [file for file, _, _ in segments if marker in file]
+        if bucketed:  # Spark cannot infer partitions of two depths at once: read each apart
+            groups = [(bucketed, True)]
+            plain = [file for file, _, _ in segments if marker not in file]
+            if plain:
+                groups.append((plain, False))
+        elif indexes:
+            groups = [([file for file, _, _ in segments], False)]
+    frames = []
+    for files, bucket_dirs in groups:
+        frame = (spark.read.schema(archive_spark_schema(indexes, bucketed=bucket_dirs))
+                 .option("basePath", path).option("recursiveFileLookup", "false")
+                 .parquet(*files))
+        if len(groups) > 1 and not bucket_dirs:
+            frame = frame.withColumn(BUCKET_COLUMN, F.lit(None).cast("string"))
+        frames.append(frame)
+    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    if since is not None:
+        df = df.where(F.col("date") >= since)  # ISO dates sort as strings
+    if until is not None:
+        df = df.where(F.col("date") <= until)
     wanted = None if addresses is None else list(dict.fromkeys(addresses))
     if wanted is not None:
         df = df.where(F.col("address").isin([address_partition(a) for a in wanted]))

@@ -187,6 +187,37 @@ def test_archive_index_sorts_and_indexes_the_segments_the_broker_writes(
     assert [v["long"] for v in archived] == list(range(len(regions)))
 
 
+def test_archive_index_buckets_split_the_segments_the_broker_writes(
+    broker_factory: BrokerFactory, tmp_path: Path,
+) -> None:
+    """``--archive-index region --archive-index-buckets 4``: one file per bucket present, in
+    ``index_bucket=`` directories, each holding only its bucket's rows; every message read back."""
+    import pyarrow.parquet as pq
+
+    from filtex_proton.archive import ArchiveIndex, archive_segments, index_column
+    from filtex_proton.archive.index import bucket_of, bucket_value
+
+    running = broker_factory(archive=str(tmp_path), archive_index=("region",),
+                             archive_index_buckets=4)
+    regions = ["EMEA", "AMER", "APJ", "AMER", "EMEA", "AMER", "LATAM", "x"]
+    send_all(running.url, "orders", [order(i, r) for i, r in enumerate(regions)])
+    stop(running)
+    segments = archive_segments(tmp_path)
+    column = index_column("region")
+    assert {index for _, _, index in segments} == {ArchiveIndex(("region",), buckets=4)}
+    folders = set()
+    for path, _, _ in segments:
+        folder = Path(path).parent.name
+        folders.add(folder)
+        values = pq.read_table(path).column(column).to_pylist()
+        assert {f"index_bucket={bucket_value(column, 4, bucket_of(v, 4))}" for v in values} \
+            == {folder}
+    assert folders == {f"index_bucket={bucket_value(column, 4, bucket_of('=' + r, 4))}"
+                       for r in regions}
+    archived = read_archive_table(tmp_path, ["message_id"]).column("message_id").to_pylist()
+    assert sorted(v["long"] for v in archived) == list(range(len(regions)))
+
+
 def test_without_archive_index_fields_the_broker_writes_the_plain_layout(
     broker_factory: BrokerFactory, tmp_path: Path,
 ) -> None:
@@ -571,6 +602,14 @@ def test_archive_settings_from_flags_environment_and_toml(tmp_path: Path) -> Non
     assert (config.archive_index, config.archive_index_fields) == (("region",), True)
     with pytest.raises(ConfigError, match="archive_index needs archive"):
         load_config(["--archive-index", "x"], env={})
+    config = load_config(["--archive", "/a", "--archive-index", "r", "--archive-index-buckets",
+                          "16"], env={})
+    assert config.archive_index_buckets == 16
+    with pytest.raises(ConfigError, match="archive_index_buckets needs archive_index"):
+        load_config(["--archive", "/a", "--archive-index-buckets", "4"], env={})
+    with pytest.raises(ConfigError, match="must not be negative"):
+        load_config(["--archive", "/a", "--archive-index", "r", "--archive-index-buckets",
+                     "-1"], env={})
     with pytest.raises(ConfigError, match="distinct and non-empty"):
         load_config(["--archive", "/a", "--archive-index", "x", "--archive-index", "x"], env={})
     with pytest.raises(ConfigError, match="relay"):

@@ -380,3 +380,49 @@ def test_replay_sends_each_archived_message_once(spark: SparkSession, tmp_path: 
     assert status == 0, out
     assert sorted(sink.accepted) == sorted(distinct)
     assert len(sink.accepted) == 6
+
+
+def test_select_by_day_prunes_the_date_directories(spark: SparkSession, corpus: Corpus) -> None:
+    """``--day``/``--since``/``--until``: the messages that arrived on those UTC days (the
+    archive's ``date=`` directories), each bound included."""
+    import datetime as dt
+
+    from .conftest import BASE_ARRIVAL
+
+    days = [dt.datetime.fromtimestamp((BASE_ARRIVAL + i * 60_000) / 1000, dt.UTC).date()
+            .isoformat() for i in range(len(corpus.data))]
+    first, middle, *_, last = sorted(set(days))
+    assert len(set(days)) >= 3
+    text = "p.subject LIKE 'order%'"
+    from filtex_proton.spark import as_filter_set
+
+    matcher = as_filter_set(text)
+
+    def want(keep: set[str]) -> int:
+        return sum(engine_matches(matcher, data) for data, day in zip(corpus.data, days,
+                                                                      strict=True)
+                   if day in keep)
+
+    for flags, keep in [(["--day", middle], {middle}),
+                        (["--since", middle], set(days) - {first}),
+                        (["--until", middle], {first, middle}),
+                        (["--since", first, "--until", first], {first}),
+                        (["--since", last, "--until", first], set())]:
+        status, out = run(["select", "--archive", str(corpus.directory), "--filter", text,
+                           "--count", *flags])
+        assert status == 0, flags
+        assert int(out.splitlines()[-1]) == want(keep), flags
+        assert want(keep) > 0 or not keep
+        assert want(keep) < len(expected_bytes(corpus, text)) or keep == set(days)
+
+
+def test_day_options_refuse_bad_dates(capsys: pytest.CaptureFixture[str], corpus: Corpus) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run(["select", "--archive", str(corpus.directory), "--filter", FILTER, "--day",
+             "2023-13-01"])
+    assert exited.value.code == 2
+    assert "not a date (YYYY-MM-DD): '2023-13-01'" in capsys.readouterr().err
+    status, _ = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
+                     "--day", "2023-11-15", "--since", "2023-11-14"])
+    assert status == 2
+    assert "--day cannot be combined with --since/--until" in capsys.readouterr().err

@@ -23,6 +23,8 @@ import pyarrow.parquet as pq
 from proton import Described, symbol
 
 from filtex_proton.archive import (
+    BUCKET_COLUMN,
+    MAX_BUCKETS,
     ArchiveIndex,
     ArchiveWriter,
     archive_dataset,
@@ -31,10 +33,12 @@ from filtex_proton.archive import (
     reindex_archive,
     segment_index,
 )
+from filtex_proton.archive.index import bucket_of, bucket_value
 from filtex_proton.filterset import decode_filter_set
 from filtex_proton.spark import apply_filter, measure_read, plan, read_archive
-from filtex_proton.spark.hints import index_hint
+from filtex_proton.spark.hints import bucket_hint, index_hint
 from filtex_proton.spark.ir import and_, to_column
+from filtex_proton.spark.session import archive_spark_schema
 
 from .conftest import (
     ADDRESSES,
@@ -70,15 +74,20 @@ EXTRA: list[dict[str, Described]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    directory = tmp_path_factory.mktemp("indexed")
-    with ArchiveWriter(directory, segment_rows=700, row_group_rows=64, flush_interval=None,
-                       fsync=False, handle_sigterm=False, index=INDEX) as writer:
+def _write_corpus(directory: Path, index: ArchiveIndex | None, segment_rows: int = 700) -> Path:
+    """The corpus written through ArchiveWriter with ``index``, row groups of 64 rows."""
+    with ArchiveWriter(directory, segment_rows=segment_rows, row_group_rows=64,
+                       flush_interval=None, fsync=False, handle_sigterm=False,
+                       index=index) as writer:
         for number, message in enumerate(MESSAGES):
             writer.append(ADDRESSES[number % len(ADDRESSES)], message,
                           BASE_ARRIVAL + number * 60_000)
     return directory
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_corpus(tmp_path_factory.mktemp("indexed"), INDEX)
 
 
 @pytest.fixture(scope="module")
@@ -245,3 +254,177 @@ def test_select_out_of_an_indexed_archive_is_a_plain_archive(spark: SparkSession
     assert status == 0
     got = sorted(bytes(r["raw"]) for r in read_archive(spark, target).select("raw").collect())
     assert got == sorted(MESSAGES[m] for m in _engine(_sql("region = 'AMER'")))
+
+
+# ----------------------------------------------------------------------------- bucketed layout
+
+BUCKETED = ArchiveIndex(properties=("region", "s", "é😀", "n"), page_rows=16, buckets=4)
+#: Filters that pin region (the bucket key) to strings, and some that must not prune.
+BUCKET_TEXTS = [*TEXTS, "region IN ('AMER', 'EMEA')", "region = 'AMER' AND s = 'x'",
+                "region = 'AMER' OR region = 'EMEA'", "s = 'x'"]
+
+
+@pytest.fixture(scope="module")
+def bucketed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The corpus as ArchiveWriter(index=BUCKETED) writes it: each segment in 4 bucket files."""
+    return _write_corpus(tmp_path_factory.mktemp("bucketed"), BUCKETED)
+
+
+def _bucket_files(directory: Path) -> dict[str, list[Path]]:
+    found: dict[str, list[Path]] = {}
+    for name in archive_dataset(directory).files:
+        folder = Path(name).parent.name
+        key = folder.partition("=")[2] if folder.startswith(f"{BUCKET_COLUMN}=") else ""
+        found.setdefault(key, []).append(Path(name))
+    return found
+
+
+def _same_as_engine(df: DataFrame, texts: list[str], start: int | None = None) -> None:
+    start = first_sequence(df) if start is None else start
+    for text in texts:
+        assert _sequences(apply_filter(df, _sql(text), now_ms=NOW), start) == \
+            _engine(_sql(text)), text
+
+
+def test_bucketed_segments_split_by_the_first_key(bucketed: Path) -> None:
+    files = _bucket_files(bucketed)
+    assert sorted(files) == [bucket_value(index_column("region"), 4, b) for b in range(4)]
+    for value, paths in files.items():
+        for path in paths:
+            table = pq.read_table(path)
+            assert segment_index(table.schema) == ArchiveIndex(BUCKETED.properties, buckets=4)
+            buckets = {bucket_of(v, 4) for v in table.column(index_column("region")).to_pylist()}
+            assert {bucket_value(index_column("region"), 4, b) for b in buckets} == {value}
+    assert sorted(read_archive_table(bucketed, ["raw"]).column("raw").to_pylist()) == \
+        sorted(MESSAGES)
+
+
+def test_apply_filter_on_the_bucketed_layout_equals_the_engine(
+        spark: SparkSession, bucketed: Path, expected: list[list[bool]]) -> None:
+    df = read_archive(spark, bucketed)
+    assert BUCKET_COLUMN in df.columns
+    _same_as_engine(df, BUCKET_TEXTS)
+    start = first_sequence(df)
+    for described in EXTRA[len(TEXTS):]:
+        assert _sequences(apply_filter(df, described, now_ms=NOW), start) == \
+            _engine(described), described
+    for index in range(0, len(FILTER_SETS), 50):
+        result = apply_filter(df, FILTER_SETS[index], now_ms=NOW)
+        assert _sequences(result, start) == [m for m, ok in enumerate(expected[index]) if ok], \
+            FILTER_SETS[index]
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("region = 'AMER'", ["AMER"]),
+    ("region IN ('AMER', 'EMEA')", ["AMER", "EMEA"]),
+    ("region = 'EMEA' AND p.subject = 'order.created'", ["EMEA"]),
+    ("region = 'AMER' OR region = 'x'", ["AMER", "x"]),
+])
+def test_spark_never_opens_the_other_buckets_files(spark: SparkSession, bucketed: Path,
+                                                   tmp_path: Path, text: str,
+                                                   values: list[str]) -> None:
+    """The files of the buckets the filter cannot match in are made unreadable: the answer is
+    still the engine's, so Spark pruned them when it planned (never opened). A filter that pins
+    nothing must read them (and fails), which shows the damage would be seen. Only regular
+    rows' files: irregular rows are evaluated by the engine, whatever their bucket."""
+    damaged = tmp_path / "damaged"
+    shutil.copytree(bucketed, damaged)
+    keep = {bucket_value(index_column("region"), 4, bucket_of("=" + v, 4)) for v in values}
+    assert len(keep) < 4
+    files = _bucket_files(damaged)
+    for value, paths in files.items():
+        if value not in keep:
+            for path in paths:  # (irregular rows are the engine's, from every file: kept)
+                if path.parent.parent.name == "regular=true":
+                    path.write_bytes(b"PAR1 not a segment PAR1")
+    df = (spark.read.schema(archive_spark_schema([index_column(k) for k in BUCKETED.properties],
+                                                 bucketed=True))
+          .option("basePath", str(damaged)).parquet(*(str(p) for ps in files.values()
+                                                      for p in ps)))
+    _same_as_engine(df, [text], first_sequence(read_archive(spark, bucketed)))
+    with pytest.raises(Exception, match=r"(?i)parquet|footer|magic|corrupt"):
+        apply_filter(df, _sql("region IS NULL"), now_ms=NOW).count()
+
+
+def test_bucket_hints_only_where_exact(spark: SparkSession, bucketed: Path) -> None:
+    """The bucket condition: only for a key pinned to strings; evaluated on bucket values, it
+    keeps each string's bucket for any bucket count, every other key's, NULL and unparsable."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    columns = read_archive(spark, bucketed).columns
+    for text in ("region IS NULL", "region <> 'AMER'", "NOT region = 'AMER'",
+                 "region = 'AMER' OR b = 'x'"):
+        assert bucket_hint(plan(_sql(text), now_ms=NOW).column_predicate, columns) is None
+    assert bucket_hint(plan(_sql("region = 'AMER'"), now_ms=NOW).column_predicate,
+                       [c for c in columns if c != BUCKET_COLUMN]) is None
+    hint = bucket_hint(plan(_sql("region IN ('AMER', 'EMEA')"), now_ms=NOW).column_predicate,
+                       columns)
+    assert hint is not None and "AMER" not in hint  # CRCs, not the values
+    region = index_column("region")
+    values = [bucket_value(region, count, b) for count in (1, 4, 7, MAX_BUCKETS)
+              for b in range(count)]
+    wanted = {bucket_value(region, count, bucket_of("=" + v, count))
+              for count in (1, 4, 7, MAX_BUCKETS) for v in ("AMER", "EMEA")}
+    others = [bucket_value(index_column("s"), 4, 1), "index_region.x.1", "index_region",
+              "index_region.0.0", None]
+    rows = spark.createDataFrame([(v,) for v in values + others], f"{BUCKET_COLUMN} string")
+    kept = {row[0] for row in rows.where(F.expr(hint)).collect()}
+    assert kept == wanted | set(others)
+    assert len(wanted) < len(values)
+
+
+def test_a_partly_bucketed_archive(spark: SparkSession, bucketed: Path, corpus: Corpus,
+                                   tmp_path: Path) -> None:
+    """Bucketed segments beside plain ones and beside segments bucketed by another key: Spark
+    reads each kind apart (union), the plain ones with ``index_bucket`` NULL; none is pruned
+    wrongly."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(bucketed, mixed)
+    old = Path(archive_dataset(corpus.directory).files[0])
+    target = mixed / old.relative_to(corpus.directory)
+    shutil.copy(old, target.with_name("part-0-old.parquet"))
+    by_s = tmp_path / "by_s"
+    reindex_archive(corpus.directory, ArchiveIndex(properties=("s", "region"), buckets=3),
+                    target=by_s, fsync=False)
+    other = Path(_bucket_files(by_s)[bucket_value(index_column("s"), 3, 0)][0])
+    copied_other = mixed / other.relative_to(by_s)
+    copied_other = copied_other.with_name("part-1-other.parquet")
+    copied_other.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(other, copied_other)
+    df = read_archive(spark, mixed)
+    assert BUCKET_COLUMN in df.columns
+    assert df.where(F.col(BUCKET_COLUMN).isNull()).count() == pq.read_metadata(old).num_rows
+    copies = [*pq.read_table(old, columns=["raw"]).column("raw").to_pylist(),
+              *pq.read_table(other, columns=["raw"]).column("raw").to_pylist()]
+    for text in ("region = 'AMER'", "region IN ('AMER', 'EMEA')", "region IS NULL",
+                 "s = 'x' AND region = 'AMER'"):
+        got = sorted(bytes(r["raw"]) for r in
+                     apply_filter(df, _sql(text), now_ms=NOW).select("raw").collect())
+        want = [MESSAGES[m] for m in _engine(_sql(text))]
+        assert got == sorted(want + [d for d in copies if d in set(want)]), text
+
+
+def test_reindex_migrates_to_merged_buckets_and_back(spark: SparkSession, tmp_path: Path) -> None:
+    """``reindex_archive(merge=True)`` in place: one file per partition directory and bucket,
+    the old segments gone; then back to the plain layout, no bucket directory left. The same
+    answers all along."""
+    migrated = _write_corpus(tmp_path / "migrated", None, segment_rows=50)  # several segments
+    segments = [Path(f) for f in archive_dataset(migrated).files]
+    directories = {f.parent for f in segments}
+    assert len(segments) >= 2 * len(directories)  # per directory
+    written = reindex_archive(migrated, BUCKETED, fsync=False, merge=True)
+    files = archive_dataset(migrated).files
+    assert written == len(files) <= 4 * len(directories)
+    assert all(f"{BUCKET_COLUMN}=" in f for f in files)
+    assert sorted(read_archive_table(migrated, ["raw"]).column("raw").to_pylist()) == \
+        sorted(MESSAGES)
+    _same_as_engine(read_archive(spark, migrated), ["region = 'AMER'", "region IS NULL",
+                                                    "region IN ('AMER', 'EMEA')"])
+    assert reindex_archive(migrated, None, fsync=False) == len(directories)
+    assert not [f for f in archive_dataset(migrated).files if f"{BUCKET_COLUMN}=" in f]
+    assert not list(migrated.rglob(f"{BUCKET_COLUMN}=*/*.parquet"))
+    df = read_archive(spark, migrated)
+    assert BUCKET_COLUMN not in df.columns
+    _same_as_engine(df, ["region = 'AMER'", "region IS NULL"])
