@@ -31,6 +31,7 @@ its own, as a relay is deployed. ``--profile DIR`` records the relay with py-spy
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import signal
@@ -75,8 +76,24 @@ class Usage:
     upstream: float
     loadgen: float
     seconds: float
+    relay_waited: float
+    upstream_waited: float
+    """Seconds the threads of the relay (RabbitMQ) were runnable but waited for a CPU."""
     load: float
     """The one-minute load average when the scenario ended."""
+
+
+def run_delay(pid: int) -> float:
+    """Seconds the threads of a process and its live children (``rabbitmq-server`` is a
+    shell waiting for ``beam.smp``) have waited, runnable, for a CPU so far (Linux
+    ``/proc/PID/task/*/schedstat``): CPU contention, not the process's own waiting."""
+    waited = 0.0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(FileNotFoundError, IndexError):  # a thread that just ended
+            waited += int((task / "schedstat").read_text().split()[1]) / 1e9
+            for child in (task / "children").read_text().split():
+                waited += run_delay(int(child))
+    return waited
 
 
 def children_cpu() -> float:
@@ -106,19 +123,25 @@ def measure(loadgen: Path, rabbit: Rabbit, chosen: list[Case], run: int,
                 profile = args.profile if run == 0 and path.relayed else None
                 relay_before = cpu_seconds(relay.pid)
                 rabbit_before = cpu_seconds(rabbit.process.pid)
+                waited_before = run_delay(relay.pid), run_delay(rabbit.process.pid)
                 loadgen_before, started = children_cpu(), time.monotonic()
                 rate = run_scenario(loadgen, port, path.scenario, args.messages, queue, profile,
                                     relay.pid)
                 usage = Usage(cpu_seconds(relay.pid) - relay_before,
                               cpu_seconds(rabbit.process.pid) - rabbit_before,
                               children_cpu() - loadgen_before, time.monotonic() - started,
+                              run_delay(relay.pid) - waited_before[0],
+                              run_delay(rabbit.process.pid) - waited_before[1],
                               os.getloadavg()[0])
                 results[path.key].append(rate)
                 cpu[path.key].append(usage)
                 print(f"  run {run + 1} {path.scenario.name:13s} {rate:9.0f} msg/s  CPU % of a "
                       f"core: relay {usage.relay / usage.seconds * 100:3.0f}, RabbitMQ "
                       f"{usage.upstream / usage.seconds * 100:3.0f}, load generator "
-                      f"{usage.loadgen / usage.seconds * 100:3.0f}; load {usage.load:.2f}",
+                      f"{usage.loadgen / usage.seconds * 100:3.0f}; waited for a CPU: relay "
+                      f"{usage.relay_waited / usage.seconds * 100:3.0f}%, RabbitMQ "
+                      f"{usage.upstream_waited / usage.seconds * 100:3.0f}%; "
+                      f"load {usage.load:.2f}",
                       flush=True)
         finally:
             relay.send_signal(signal.SIGTERM)
@@ -132,7 +155,8 @@ def report(chosen: list[Case], results: dict[str, list[float]],
         return
     direct = results["direct"]
     print(f"\n{'path':13s} {'msg/s (median)':>15s} {'vs direct':>10s}   CPU us/msg (% of a core):"
-          f" {'relay':>11s} {'RabbitMQ':>11s} {'load gen.':>11s}")
+          f" {'relay':>11s} {'RabbitMQ':>11s} {'load gen.':>11s}   waited for a CPU: relay "
+          "RabbitMQ")
     for path in done:
         rate = statistics.median(results[path.key])
         # the median of each run's ratio: direct and relay measured minutes apart, not hours
@@ -147,7 +171,10 @@ def report(chosen: list[Case], results: dict[str, list[float]],
             per_message = statistics.median(getattr(u, party) / args.messages * 1e6 for u in used)
             share = statistics.median(getattr(u, party) / u.seconds * 100 for u in used)
             columns.append(f"{per_message:6.1f} ({share:3.0f}%)")
-        print(f"{path.scenario.name:13s} {rate:15.0f} {ratio} {' ' * 26}{' '.join(columns)}")
+        waited = [statistics.median(getattr(u, party) / u.seconds * 100 for u in used)
+                  for party in ("relay_waited", "upstream_waited")]
+        print(f"{path.scenario.name:13s} {rate:15.0f} {ratio} {' ' * 26}{' '.join(columns)}"
+              f"{' ' * 19}{waited[0]:4.0f}% {waited[1]:7.0f}%")
     loads = [u.load for used in cpu.values() for u in used]
     print(f"\n{args.messages} messages per scenario, {len(results[done[0].key])} runs, "
           f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}; RabbitMQ 3.10 (AMQP 1.0 "
