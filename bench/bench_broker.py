@@ -258,6 +258,9 @@ class Scenario:
     """Consumer i takes the messages with k = i (else each consumer takes them all)."""
     variants: int = 10
     """The messages' k runs over 0..variants-1 (region ``r<k>``)."""
+    split: bool = False
+    """The consumers share one queue's messages as the broker hands them out (each expects
+    its part: ``count`` is rounded up to a multiple of the consumers)."""
 
 
 SCENARIOS: Final = (
@@ -309,8 +312,12 @@ def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", 
 def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue: str,
                  profile: Path | None, broker_pid: int) -> float:
     """Delivered messages per second for one scenario."""
-    expected = keys(count, scenario.variants) if scenario.keyed else [count] * len(
-        scenario.filters)
+    consumers = len(scenario.filters)
+    if scenario.split:  # a consumer that got its part leaves; what it was sent beyond goes back
+        expected = [-(-count // consumers)] * consumers
+        count = sum(expected)
+    else:
+        expected = keys(count, scenario.variants) if scenario.keyed else [count] * consumers
     receivers = []
     for sql, share in zip(scenario.filters, expected, strict=True):
         args = [str(loadgen), "recv", "127.0.0.1", str(port), queue, str(share)]

@@ -1,7 +1,8 @@
 """Relay mode against its upstream: RabbitMQ direct, and the same through the relay.
 
     python bench/bench_relay.py [--messages 50000] [--runs 3] [--profile DIR]
-        [--scenarios direct,unfiltered,10-filtered,100-filtered] [--upstream-cpus CPUS]
+        [--scenarios direct,unfiltered,10-filtered,100-filtered,direct-10,direct-100]
+        [--upstream-cpus CPUS]
 
 Starts a private RabbitMQ 3.10 with its AMQP 1.0 plugin (``bench/rabbit_node.py``, as
 the relay tests do), then per run a fresh relay (``python -m broker --upstream``) in
@@ -14,7 +15,10 @@ every message):
 * ``10 filtered``: through the relay, ten consumers on one queue, consumer K with
   ``region = 'rK'`` (the relay holds each consumer's non-matches and hands them to
   the consumer that matches: RabbitMQ filters nothing);
-* ``100 filtered``: the same with 100 consumers and k in 0..99.
+* ``100 filtered``: the same with 100 consumers and k in 0..99;
+* ``direct-10``, ``direct-100`` (only when ``--scenarios`` names them): RabbitMQ alone with
+  10 or 100 unfiltered consumers on the queue, each taking its share: the upstream links the
+  relay opens for 10 or 100 consumers, without the relay.
 
 The ratio column is the median of each run's ratio to ``direct`` measured in that run (the
 machine's load drifts; ratios are what to compare). CPU is given per process (the relay,
@@ -55,6 +59,8 @@ class Case:
     key: str
     scenario: Scenario
     relayed: bool
+    default: bool = True
+    """Run unless ``--scenarios`` names others."""
 
 
 SCENARIOS: Final = (
@@ -65,6 +71,12 @@ SCENARIOS: Final = (
     Case("100-filtered", Scenario("100 filtered",
                                    tuple(f"region = 'r{i}'" for i in range(100)), keyed=True,
                                    variants=100), relayed=True),
+    # RabbitMQ alone with as many consumer links on the queue as the relay opens for 10 or
+    # 100 consumers (each takes its share, unfiltered): what those links cost the upstream
+    Case("direct-10", Scenario("direct 10", (None,) * 10, split=True), relayed=False,
+         default=False),
+    Case("direct-100", Scenario("direct 100", (None,) * 100, split=True), relayed=False,
+         default=False),
 )
 
 
@@ -195,7 +207,7 @@ def main() -> int:
     parser.add_argument("--upstream-cpus", metavar="CPUS",
                         help="confine RabbitMQ to these CPUs (taskset list, e.g. 0; one Erlang "
                         "scheduler each) and the relay and load generator to the others")
-    parser.add_argument("--scenarios", default=",".join(p.key for p in SCENARIOS),
+    parser.add_argument("--scenarios", default=",".join(p.key for p in SCENARIOS if p.default),
                         help="comma-separated subset of: "
                         + ", ".join(p.key for p in SCENARIOS) + " (direct always runs)")
     args = parser.parse_args()
