@@ -181,6 +181,9 @@ static int handle(app_t *app, pn_event_t *e) {
       if (!pn_delivery_readable(d) || pn_delivery_partial(d)) break;
       while (pn_link_recv(l, app->buf, sizeof app->buf) > 0) {}
       pn_link_advance(l);
+      if (app->done >= app->count) {  /* beyond its part (consumers sharing a queue): give back */
+        pn_delivery_update(d, PN_RELEASED); pn_delivery_settle(d); break;
+      }
       pn_delivery_update(d, PN_ACCEPTED); pn_delivery_settle(d);
       if (app->done++ == 0) app->first = now();
       if (pn_link_credit(l) < app->window / 2) pn_link_flow(l, app->window - pn_link_credit(l));
@@ -258,6 +261,9 @@ class Scenario:
     """Consumer i takes the messages with k = i (else each consumer takes them all)."""
     variants: int = 10
     """The messages' k runs over 0..variants-1 (region ``r<k>``)."""
+    split: bool = False
+    """The consumers share one queue's messages as the broker hands them out (each expects
+    its part: ``count`` is rounded up to a multiple of the consumers)."""
 
 
 SCENARIOS: Final = (
@@ -309,8 +315,12 @@ def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", 
 def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue: str,
                  profile: Path | None, broker_pid: int) -> float:
     """Delivered messages per second for one scenario."""
-    expected = keys(count, scenario.variants) if scenario.keyed else [count] * len(
-        scenario.filters)
+    consumers = len(scenario.filters)
+    if scenario.split:  # a consumer that got its part releases what it is sent beyond, and leaves
+        expected = [-(-count // consumers)] * consumers
+        count = sum(expected)
+    else:
+        expected = keys(count, scenario.variants) if scenario.keyed else [count] * consumers
     receivers = []
     for sql, share in zip(scenario.filters, expected, strict=True):
         args = [str(loadgen), "recv", "127.0.0.1", str(port), queue, str(share)]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["RABBIT_BIN", "Rabbit", "ServerCerts", "free_port", "rabbit_available",
+__all__ = ["RABBIT_BIN", "Rabbit", "ServerCerts", "cpu_list", "free_port", "rabbit_available",
            "start_rabbit"]
 
 RABBIT_BIN = Path("/usr/lib/rabbitmq/bin")
@@ -62,6 +62,8 @@ class Rabbit:
     env: dict[str, str]
     tls_port: int | None = None
     """The AMQPS listener (TLS; client certificates are checked when presented)."""
+    cpus: str | None = None
+    """``taskset`` CPU list the node is confined to (None: anywhere)."""
 
     @property
     def url(self) -> str:
@@ -89,7 +91,7 @@ class Rabbit:
     def restart(self, timeout: float = 60.0) -> None:
         """Stop and boot the same node again: same ports, same data directory."""
         self.stop()
-        self.process = _boot(self.base, self.env)
+        self.process = _boot(self.base, self.env, self.cpus)
         _wait_ready(self, timeout)
 
     def declare_durable_queue(self, name: str) -> str:
@@ -112,11 +114,14 @@ class Rabbit:
         return "\n".join(texts)
 
 
-def _boot(base: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _boot(base: Path, env: dict[str, str], cpus: str | None = None,
+          ) -> subprocess.Popen[bytes]:
     out = (base / "stdout.log").open("ab")
+    # taskset execs the script: the process is the node itself (rabbitmq-server execs erl)
+    launcher = ["taskset", "-c", cpus] if cpus is not None else []
     return subprocess.Popen(
-        [str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=out, stderr=subprocess.STDOUT,
-        start_new_session=True,
+        [*launcher, str(RABBIT_BIN / "rabbitmq-server")], env=env, stdout=out,
+        stderr=subprocess.STDOUT, start_new_session=True,
     )
 
 
@@ -134,9 +139,12 @@ def _wait_ready(rabbit: Rabbit, timeout: float) -> None:
                        + (rabbit.base / "stdout.log").read_text(errors="replace")[-2000:])
 
 
-def start_rabbit(base: Path, timeout: float = 60.0, certs: ServerCerts | None = None) -> Rabbit:
+def start_rabbit(base: Path, timeout: float = 60.0, certs: ServerCerts | None = None,
+                 cpus: str | None = None) -> Rabbit:
     """Boot a node with the AMQP 1.0 plugin on free ports (and a TLS listener with
-    ``certs``); raises RuntimeError if it fails."""
+    ``certs``); raises RuntimeError if it fails. ``cpus``: a ``taskset`` CPU list the node
+    is confined to, with one Erlang scheduler per CPU in it (a benchmark's upstream on cores
+    of its own, as on a host of its own)."""
     base.mkdir(parents=True, exist_ok=True)
     port, dist, epmd = free_port(), free_port(), free_port()
     tls_port = free_port() if certs is not None else None
@@ -177,9 +185,21 @@ def start_rabbit(base: Path, timeout: float = 60.0, certs: ServerCerts | None = 
         "ERL_EPMD_PORT": str(epmd),
         "RABBITMQ_PID_FILE": str(base / "rabbit.pid"),
     })
-    rabbit = Rabbit(_boot(base, env), port, base, epmd, env, tls_port)
+    if cpus is not None:
+        schedulers = len(cpu_list(cpus))
+        env["RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS"] = f"+S {schedulers}:{schedulers}"
+    rabbit = Rabbit(_boot(base, env, cpus), port, base, epmd, env, tls_port, cpus)
     _wait_ready(rabbit, timeout)
     return rabbit
+
+
+def cpu_list(cpus: str) -> set[int]:
+    """The CPUs of a ``taskset -c`` list such as ``0`` or ``0,2-3``."""
+    chosen: set[int] = set()
+    for part in cpus.split(","):
+        low, _, high = part.partition("-")
+        chosen.update(range(int(low), int(high or low) + 1))
+    return chosen
 
 
 def _amqp_ready(port: int) -> bool:

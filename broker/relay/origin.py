@@ -37,28 +37,38 @@ _MAP8: Final = 0xC1
 _MAP32: Final = 0xD1
 _NULL: Final = 0x40
 _SECTION_HEAD: Final = bytes((0x00, 0x53, MESSAGE_ANNOTATIONS))
+_ENTRIES_KEPT: Final = 4096
+"""Encoded origin entries kept (one per relay connection that published lately)."""
 
 
 class OriginStamp:
     """Stamps (on the way up) and reads (on the way down) this relay's origin annotation."""
 
-    __slots__ = ("instance",)
+    __slots__ = ("_entries", "instance")
 
     def __init__(self, instance: str | None = None) -> None:
         self.instance = instance or uuid.uuid4().hex[:16]
+        self._entries: dict[int, bytes] = {}
+        """Origin -> its encoded map entry: built once per connection, not per message."""
 
     def stamp(self, view: RawMessageView, origin: int) -> bytes:
         """The message's bytes with the origin annotation set (replacing any earlier one)."""
         data = view.data
-        entry = _KEY_BYTES + encode_value(f"{self.instance}:{origin}")
-        for span in view.spans:
+        entry = self._entries.get(origin)
+        if entry is None:
+            if len(self._entries) >= _ENTRIES_KEPT:
+                self._entries.clear()
+            entry = self._entries[origin] = _KEY_BYTES + encode_value(
+                f"{self.instance}:{origin}")
+        spans = view.spans
+        for span in spans:
             if span.code == MESSAGE_ANNOTATIONS:
                 entries, count = _entries_without_origin(data, span.value, span.end)
                 section = _SECTION_HEAD + _map32(entries + entry, count + 2)
                 return data[:span.start] + section + data[span.end:]
         # No annotations yet: the section goes after header and delivery-annotations.
         at = 0
-        for span in view.spans:
+        for span in spans:
             if span.code < MESSAGE_ANNOTATIONS:
                 at = span.end
         return data[:at] + _SECTION_HEAD + _map32(entry, 2) + data[at:]

@@ -380,6 +380,12 @@ class Upstream(Handler):
             return
         waiting = list(self.waiting)
         self.waiting.clear()
+        if self.sessions and waiting:
+            # the upstream is slow to answer: a new session may take an ending one's channel
+            # (see SessionGrace); say so, so that a reconnect that follows can be told apart
+            log.warning("opening %d upstream consumer session(s) while %d session end(s) are "
+                        "unanswered after %.1f s (RabbitMQ 3.10 may mix up their channels)",
+                        len(waiting), len(self.sessions), SESSION_GRACE_MAX)
         for consumer in waiting:
             if consumer in self.links and consumer.up is None and not consumer.closed \
                     and self._open(consumer, wait=False):

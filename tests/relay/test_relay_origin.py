@@ -52,3 +52,25 @@ def test_annotations_that_are_not_a_map_are_a_decode_error() -> None:
     broken = b"\x00\x53\x72\xc1\x05\x02\xa3\x01k" + b"\x00\x53\x77\x40"
     with pytest.raises(DecodeError):
         OriginStamp("s").stamp(RawMessageView(broken), 4)
+
+
+def test_the_mark_is_read_back_wherever_the_map_holds_it() -> None:
+    # Our entry is the last one as the relay sends it; an upstream that re-encodes the map
+    # may move it or add entries after it.
+    stamp = OriginStamp("relay-a")
+    sent = stamp.stamp(RawMessageView(Message(body=1, annotations={
+        symbol("x-before"): "relay-a:9"}).encode()), 12)
+    assert stamp.origin(RawMessageView(sent)) == 12
+    moved = Message(body=1, annotations={ORIGIN_KEY: "relay-a:5", symbol("x-after"): 1})
+    assert stamp.origin(RawMessageView(moved.encode())) == 5
+    # a value that merely ends like our entry, under another key, is not our mark
+    other = Message(body=1, annotations={symbol("x-other"): "relay-a:5"})
+    assert stamp.origin(RawMessageView(other.encode())) is None
+    assert OriginStamp("relay-b").origin(RawMessageView(sent)) is None
+
+
+def test_each_connection_gets_its_own_mark() -> None:
+    stamp = OriginStamp("relay-a")
+    view = RawMessageView(Message(body=1).encode())
+    marks = [stamp.origin(RawMessageView(stamp.stamp(view, n))) for n in (1, 2, 1, 30)]
+    assert marks == [1, 2, 1, 30]

@@ -76,3 +76,27 @@ def test_pushdown_adds_what_translates_to_the_clients_selector() -> None:
     assert plan.selector == "(n > 2 OR m = 1) AND JMSPriority >= 5"
     assert plan.pushed == ("sel", "sql")
     assert not plan.exact and len(plan.reasons) == 2
+
+
+def test_consumers_opened_before_session_ends_are_answered_are_logged(
+        caplog: pytest.LogCaptureFixture) -> None:
+    # the forced open after SESSION_GRACE_MAX is where RabbitMQ 3.10 may mix up channels:
+    # a reconnect that follows it must be told apart from others in the log
+    from broker.relay.upstream import SessionGrace, Upstream
+    from broker.settings import BrokerConfig
+    from filtex_proton.plugin import FiltexPlugin
+
+    upstream = Upstream(BrokerConfig(upstream="amqp://h:1"), FiltexPlugin())
+    gone, newcomer = object(), object()  # an ending session; a consumer no longer tracked
+    upstream.sessions[gone] = None  # type: ignore[assignment]
+    upstream.waiting[newcomer] = None  # type: ignore[index]
+    grace = upstream.grace = SessionGrace(upstream, force=False)
+    with caplog.at_level("WARNING", logger="filtex.broker.relay"):
+        upstream.open_waiting(grace)  # not forced: waits again (no container: no timer)
+        assert not caplog.records and upstream.waiting
+        grace = upstream.grace = SessionGrace(upstream, force=True)
+        upstream.open_waiting(grace)
+    assert not upstream.waiting
+    assert [r.getMessage() for r in caplog.records] == [
+        "opening 1 upstream consumer session(s) while 1 session end(s) are unanswered after "
+        "0.5 s (RabbitMQ 3.10 may mix up their channels)"]
