@@ -314,6 +314,9 @@ def selective(spark: SparkSession, directory: Path, size: int, repeat: int, *,
         print(f"{'':26} vs old: " + ", ".join(f"{layout} {rates[layout] / rates['old']:.1f}x"
                                               for layout in counters if layout != "old")
               + (" (counts = the engine's)" if name in expected else ""))
+    # Again once the JVM is warm (the first measurement follows its start closely).
+    seconds, _ = timed(empty.count, max(5, repeat))
+    print(f"\nSpark's fixed cost per query, measured again after the queries: {seconds:.3f} s")
 
 
 if __name__ == "__main__":

@@ -592,3 +592,20 @@ def test_bucket_keeps_is_the_bucket_hint_in_python(spark: SparkSession, bucketed
         assert {v for v in values if keeps(v)} == {v for v in values if v in kept}, text
         assert all(keeps(v) for v in odd if v in kept), text
         assert keeps(None)
+
+
+def test_many_files_are_listed_without_a_spark_job(spark: SparkSession, tmp_path: Path) -> None:
+    """More than 32 files handed over: Spark would list them in a job of its own; they were
+    listed in Python already, so making the DataFrame runs no job, and the session's setting
+    is as before afterwards."""
+    many = _write_corpus(tmp_path / "many", INDEX, segment_rows=40)
+    assert len(archive_dataset(many).files) > 32
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    setting = spark.conf.get(key)
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    selected = select_archive(spark, many, _sql("region = 'AMER'"), now_ms=NOW)
+    df = read_archive(spark, many)
+    assert set(tracker.getJobIdsForGroup()) == before
+    assert spark.conf.get(key) == setting
+    assert _sequences(selected, first_sequence(df)) == _engine(_sql("region = 'AMER'"))
