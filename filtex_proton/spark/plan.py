@@ -140,6 +140,7 @@ class Plan:
         path = os.fspath(directory)
         if not os.path.isdir(path):
             return self._apply(read_archive(spark, path, addresses, since=since, until=until))
+        addresses = None if addresses is None else list(addresses)  # used twice
         wanted = None if addresses is None else {address_partition(a) for a in addresses}
         keeps = (bucket_keeps(self.column_predicate) if self.filters and self.mode != "udf"
                  else lambda value: True)

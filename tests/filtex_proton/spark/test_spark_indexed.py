@@ -512,8 +512,8 @@ def test_select_archive_opens_only_the_days_and_addresses_asked_for(
             df = read_archive(spark, corpus.directory, [address], since=days[-1])
             want = sorted(bytes(r["raw"]) for r in
                           apply_filter(df, described, now_ms=NOW).select("raw").collect())
-            got = select_archive(spark, damaged, described, [address], since=days[-1],
-                                 until=days[-1], now_ms=NOW)
+            got = select_archive(spark, damaged, described, iter([address]), since=days[-1],
+                                 until=days[-1], now_ms=NOW)  # any iterable
             assert sorted(bytes(r["raw"]) for r in got.select("raw").collect()) == want
             assert want or described
             assert {r["address"] for r in got.select("address").collect()} <= {address}
