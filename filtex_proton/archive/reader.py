@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 import pyarrow as pa
@@ -11,7 +12,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from filtex_proton.archive.index import ArchiveIndex, segment_index
+from filtex_proton.archive.index import BUCKET_COLUMN, ArchiveIndex, parse_bucket, segment_index
 from filtex_proton.archive.schema import (
     ARCHIVE_SCHEMA,
     PARTITIONING,
@@ -23,10 +24,13 @@ from filtex_proton.archive.schema import (
 __all__ = [
     "READABLE_VERSIONS",
     "ArchiveVersionError",
+    "SegmentFile",
     "archive_dataset",
     "archive_segments",
     "check_archive",
+    "check_segments",
     "iter_raw",
+    "list_segments",
     "read_archive_table",
     "segment_version",
 ]
@@ -74,16 +78,88 @@ def segment_version(schema: pa.Schema, where: str) -> int:
     return version
 
 
+_NULL_PARTITION: Final = "__HIVE_DEFAULT_PARTITION__"
+
+
+def _unescape(value: str) -> str | None:
+    """A directory name's partition value as Spark reads it (ExternalCatalogUtils'
+    unescapePathName: each ``%XX`` is the character XX, nothing else changes); None for
+    Hive's NULL partition."""
+    if value == _NULL_PARTITION:
+        return None
+    if "%" not in value:
+        return value
+    out: list[str] = []
+    i = 0
+    while i < len(value):
+        code = value[i + 1:i + 3]
+        if value[i] == "%" and len(code) == 2 and all(c in "0123456789abcdefABCDEF"
+                                                      for c in code):
+            out.append(chr(int(code, 16)))
+            i += 3
+        else:
+            out.append(value[i])
+            i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFile:
+    """A segment file and the partition values its directory names give (nothing opened)."""
+
+    path: str
+    partitions: Mapping[str, str | None]
+    """``key=value`` directories below the archive's, unescaped as Spark reads them (None:
+    Hive's NULL partition)."""
+
+    @property
+    def bucketed(self) -> bool:
+        """In an ``index_bucket=`` directory (a bucketed segment's file)."""
+        return BUCKET_COLUMN in self.partitions
+
+    @property
+    def bucket(self) -> tuple[str, int, int] | None:
+        """``(index column, buckets, bucket)`` from its ``index_bucket=`` directory; None if
+        not bucketed or the name does not parse."""
+        value = self.partitions.get(BUCKET_COLUMN)
+        return None if value is None else parse_bucket(value)
+
+
+def list_segments(directory: str | os.PathLike[str]) -> list[SegmentFile]:
+    """Every segment file of an archive directory with its partition values, from the
+    names alone: no file is opened (a damaged file is only seen when read).
+
+    The files are those pyarrow's dataset discovery finds (names starting with ``.`` or
+    ``_`` are hidden), so this is what :func:`archive_segments` checks.
+    """
+    base = os.fspath(directory)
+    # With the schema given, discovery lists and does not inspect any file.
+    dataset = pads.dataset(base, format="parquet", partitioning=PARTITIONING,
+                           schema=with_partitions(ARCHIVE_SCHEMA))
+    found: list[SegmentFile] = []
+    for path in dataset.files:
+        parts = os.path.relpath(path, base).split(os.sep)[:-1]
+        found.append(SegmentFile(path, {key: _unescape(value) for key, sep, value in
+                                        (part.partition("=") for part in parts) if sep}))
+    return found
+
+
+def check_segments(paths: Iterable[str]) -> list[tuple[str, int, ArchiveIndex | None]]:
+    """These segment files, each with its checked schema version and its index (one footer
+    read per file). Raises :class:`ArchiveVersionError` at the first one this code cannot
+    read."""
+    found: list[tuple[str, int, ArchiveIndex | None]] = []
+    for path in paths:
+        schema = pq.read_schema(path)
+        found.append((path, segment_version(schema, path), segment_index(schema)))
+    return found
+
+
 def archive_segments(directory: str | os.PathLike[str]
                      ) -> list[tuple[str, int, ArchiveIndex | None]]:
     """Every segment file, its checked schema version and its index (one footer read per
     file). Raises :class:`ArchiveVersionError` at the first segment this code cannot read."""
-    dataset = pads.dataset(os.fspath(directory), format="parquet", partitioning=PARTITIONING)
-    found: list[tuple[str, int, ArchiveIndex | None]] = []
-    for path in dataset.files:
-        schema = pq.read_schema(path, filesystem=dataset.filesystem)
-        found.append((path, segment_version(schema, path), segment_index(schema)))
-    return found
+    return check_segments(segment.path for segment in list_segments(directory))
 
 
 def check_archive(directory: str | os.PathLike[str]) -> dict[int, int]:

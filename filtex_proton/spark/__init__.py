@@ -21,7 +21,15 @@ from filtex_proton.archive import (
     read_archive_table,
 )
 from filtex_proton.spark.metrics import Read, measure_read
-from filtex_proton.spark.plan import FilterPlan, Plan, apply_filter, as_filter_set, explain, plan
+from filtex_proton.spark.plan import (
+    FilterPlan,
+    Plan,
+    apply_filter,
+    as_filter_set,
+    explain,
+    plan,
+    select_archive,
+)
 from filtex_proton.spark.session import read_archive, spark_session, use_this_python
 from filtex_proton.spark.udf import matches_raw
 
@@ -43,6 +51,7 @@ __all__ = [
     "plan",
     "read_archive",
     "read_archive_table",
+    "select_archive",
     "spark_session",
     "use_this_python",
 ]

@@ -209,12 +209,13 @@ def _session(args: argparse.Namespace) -> SparkSession:
 
 def _matches(spark: SparkSession, args: argparse.Namespace, planned: Plan) -> DataFrame:
     """The matches, each archived message once unless ``--keep-duplicates`` (deduplicated
-    after filtering, so that only the matches are compared)."""
-    from filtex_proton.spark.session import drop_archive_duplicates, read_archive
+    after filtering, so that only the matches are compared). Only the files that can hold
+    matches are read (``Plan.select``)."""
+    from filtex_proton.spark.session import drop_archive_duplicates
 
     since, until = _day_range(args)
-    matches = planned.apply(read_archive(spark, args.archive, args.address or None,
-                                         since=since, until=until))
+    matches = planned.select(spark, args.archive, args.address or None, since=since,
+                             until=until)
     return matches if args.keep_duplicates else drop_archive_duplicates(matches)
 
 

@@ -13,13 +13,13 @@ nothing.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Final, TypeAlias
 
-from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, index_column
+from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, bucket_value, index_column
 from filtex_proton.spark import ir
 
-__all__ = ["bucket_hint", "implied_values", "index_hint"]
+__all__ = ["bucket_hint", "bucket_keeps", "implied_values", "index_hint"]
 
 #: Key -> the only string-slot values for which the expression can be TRUE; a key that is
 #: not there is unconstrained. ``None``: the expression is never TRUE.
@@ -149,3 +149,33 @@ def bucket_hint(predicate: ir.Expr, columns: Collection[str]) -> str | None:
         parts.append(f"({bucket} IS NULL OR NOT startswith({bucket}, '{column}.') "
                      f"OR coalesce({matching}, TRUE))")
     return " AND ".join(parts) or None
+
+
+def bucket_keeps(predicate: ir.Expr) -> Callable[[str | None], bool]:
+    """Whether a file of regular rows in the bucket directory named by an ``index_bucket``
+    value can hold a row that ``predicate`` makes TRUE: :func:`bucket_hint` decided in Python,
+    for a file list planned before Spark sees it (the other files are then never handed to it).
+
+    The same rule, and no more: only a value written exactly as the writer writes it
+    (``<column>.<N>.<b>``, ASCII digits, N > 0) is pruned; None (no bucket directory), another
+    key's buckets and names that do not parse are kept.
+    """
+    constraint = implied_values(predicate)
+    if constraint is None:
+        return lambda value: False  # no row can match: no regular file is needed
+    crcs = {index_column(key): {bucket_of("=" + v, 1 << 32) for v in values}
+            for key, values in constraint.items()}
+
+    def keeps(value: str | None) -> bool:
+        if value is None:
+            return True
+        column, _, rest = value.partition(".")
+        count, _, number = rest.partition(".")
+        wanted = crcs.get(column)
+        if wanted is None or not (count.isascii() and count.isdigit() and number.isascii()
+                                  and number.isdigit()) or int(count) == 0 \
+                or bucket_value(column, int(count), int(number)) != value:
+            return True
+        return any(crc % int(count) == int(number) for crc in wanted)
+
+    return keeps

@@ -205,32 +205,28 @@ def to_text(expr: Expr) -> str:
 
 # ----------------------------------------------------------------------------- Spark
 
+#: Python types whose ``F.lit`` is already of this Spark type (a str is a string, a bool a
+#: boolean, a float a double, a bytearray binary); an int is not (small ones are int).
+_NATURAL: Final[dict[type, SparkType]] = {str: "string", bool: "boolean", float: "double",
+                                          bytearray: "binary"}
+
 
 def to_column(expr: Expr) -> Column:
     """The PySpark Column for an expression (needs an active SparkContext)."""
     from pyspark.sql import functions as F  # noqa: N812 (PySpark's own convention)
-    from pyspark.sql.types import (
-        BinaryType,
-        BooleanType,
-        DataType,
-        DecimalType,
-        DoubleType,
-        LongType,
-        StringType,
-    )
 
-    types: dict[str, DataType] = {
-        "boolean": BooleanType(), "bigint": LongType(), "double": DoubleType(),
-        "string": StringType(), "binary": BinaryType(), "decimal(38,18)": DecimalType(38, 18),
-    }
-
+    # Types by name: a DataType object costs one more round trip to the JVM per cast (the
+    # JVM parses its JSON), a name is parsed with the cast itself.
     def lit(value: Lit) -> Column:
         raw: Any = value.value
         if isinstance(raw, decimal.Decimal):
             raw = raw.quantize(decimal.Decimal(1).scaleb(-18), context=decimal.Context(prec=60))
         if isinstance(raw, bytes):
             raw = bytearray(raw)
-        return F.lit(raw).cast(types[value.type])
+        column = F.lit(raw)
+        if raw is not None and _NATURAL.get(type(raw)) == value.type:
+            return column  # already of that Spark type: a cast would change nothing
+        return column.cast(value.type)
 
     built: dict[Expr, Column] = {}
 
@@ -288,11 +284,11 @@ def to_column(expr: Expr) -> Column:
             case Op(name="coalesce", args=args):
                 return F.coalesce(*(build(a) for a in args))
             case Op(name="cast_double", args=(inner,)):
-                return build(inner).cast(DoubleType())
+                return build(inner).cast("double")
             case Op(name="cast_float", args=(inner,)):
-                return build(inner).cast("float").cast(DoubleType())
+                return build(inner).cast("float").cast("double")
             case Op(name="cast_decimal", args=(inner,)):
-                return build(inner).cast(DecimalType(38, 18))
+                return build(inner).cast("decimal(38,18)")
             case Op(name="isin", args=(inner, *items)):
                 return build(inner).isin([build(i) for i in items])
             case Op(name="startswith", args=(inner, Lit(value=text))):

@@ -11,26 +11,30 @@ to the engine with the whole set, whatever the plan says.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from proton import Described, symbol
 
+from filtex_proton.archive import BUCKET_COLUMN, address_partition, check_segments
+from filtex_proton.archive.reader import list_segments
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.spark import ir
-from filtex_proton.spark.hints import bucket_hint, index_hint
+from filtex_proton.spark.hints import bucket_hint, bucket_keeps, index_hint
+from filtex_proton.spark.session import read_archive, read_segments
 from filtex_proton.spark.translate import Translator, UntranslatableError, residual_sql
 from filtex_proton.sql import ast
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 __all__ = ["FilterPlan", "FilterSetLike", "Path", "Plan", "apply_filter", "as_filter_set",
-           "explain", "plan"]
+           "explain", "plan", "select_archive"]
 
 FilterSetLike: TypeAlias = FilterSet | str | Mapping[str, Described]
 Path: TypeAlias = Literal["auto", "column", "udf"]
@@ -117,11 +121,60 @@ class Plan:
 
     def apply(self, df: DataFrame) -> DataFrame:
         """The rows of ``df`` (an archive DataFrame) that the filter set matches."""
+        return self._apply(df)
+
+    def select(self, spark: SparkSession, directory: str | os.PathLike[str],
+               addresses: Iterable[str] | None = None, *, since: str | None = None,
+               until: str | None = None) -> DataFrame:
+        """The matches in an archive directory: ``self.apply(read_archive(spark, directory,
+        addresses, since=since, until=until))``, with the files planned here first.
+
+        For a local archive the segment files are chosen from their directory names before
+        Spark sees any: a bucketed file of regular rows only if its bucket can hold a match
+        (the CRC-32 the writer used, :func:`~filtex_proton.spark.hints.bucket_keeps`), only
+        the days and addresses asked for. Only those files' footers are read (the version
+        check) and only they are handed to Spark, which then lists, prunes and schedules
+        nothing else; the engine's pass over irregular rows is left out when no file can hold
+        one (``regular=`` is a directory). A remote URL is read as :func:`read_archive` does.
+        """
+        path = os.fspath(directory)
+        if not os.path.isdir(path):
+            return self._apply(read_archive(spark, path, addresses, since=since, until=until))
+        addresses = None if addresses is None else list(addresses)  # used twice
+        wanted = None if addresses is None else {address_partition(a) for a in addresses}
+        keeps = (bucket_keeps(self.column_predicate) if self.filters and self.mode != "udf"
+                 else lambda value: True)
+        files = []
+        for found in list_segments(path):
+            # A file is left out only where the conditions Spark would apply to its directory
+            # values are FALSE (a NULL partition value is kept: Spark decides it).
+            values = found.partitions
+            date, address = values.get("date"), values.get("address")
+            if date is not None and ((since is not None and date < since)
+                                     or (until is not None and date > until)):
+                continue
+            if wanted is not None and address is not None and address not in wanted:
+                continue
+            if values.get("regular") == "true" and found.bucketed \
+                    and not keeps(values[BUCKET_COLUMN]):
+                continue
+            files.append(found)
+        df = read_segments(spark, path, check_segments(f.path for f in files), addresses,
+                           since=since, until=until)
+        irregular = any(f.partitions.get("regular") != "true" for f in files)
+        return self._apply(df, irregular=irregular, buckets=False)
+
+    def _apply(self, df: DataFrame, *, irregular: bool = True, buckets: bool = True
+               ) -> DataFrame:
+        """:meth:`apply`; ``irregular``: ``df`` may hold irregular rows (False: none, so the
+        engine's pass over them is left out); ``buckets``: add the bucket condition (False:
+        the files were chosen already)."""
         from pyspark.sql import functions as F  # noqa: N812
 
         from filtex_proton.spark.udf import match_udf
 
-        missing = {"regular", "raw"} - set(df.columns)
+        columns = df.columns
+        missing = {"regular", "raw"} - set(columns)
         if missing:
             raise ValueError(f"not an archive DataFrame: no column(s) {', '.join(sorted(missing))}"
                              " (read it with filtex_proton.spark.read_archive)")
@@ -135,16 +188,19 @@ class Plan:
         # Parquet reader to skip by (the same rows match).
         # A bucketed archive's directories: the buckets the predicate can match in, for
         # Spark to prune the other files when it plans (never listed, opened or scheduled).
-        buckets = bucket_hint(predicate, df.columns)
-        predicate = ir.and_(index_hint(predicate, df.columns), predicate)
+        hint = bucket_hint(predicate, columns) if buckets else None
+        predicate = ir.and_(index_hint(predicate, columns), predicate)
         regular = df.where(F.col("regular") & ir.to_column(predicate))
-        if buckets is not None:
-            regular = regular.where(F.expr(buckets))
+        if hint is not None:
+            regular = regular.where(F.expr(hint))
         residual = self.residual
         if residual:
             regular = regular.where(match_udf(residual, self.limits)(raw))
-        irregular = df.where(~F.col("regular")).where(match_udf(self.described, self.limits)(raw))
-        return regular.unionByName(irregular)
+        if not irregular:
+            return regular
+        irregulars = df.where(~F.col("regular")).where(match_udf(self.described,
+                                                                 self.limits)(raw))
+        return regular.unionByName(irregulars)
 
 
 def _split_sql(translator: Translator, key: str, item: SqlFilter) -> FilterPlan | None:
@@ -223,3 +279,15 @@ def apply_filter(df: DataFrame, filter_set: FilterSetLike, *, path: Path = "auto
     """The rows of an archive DataFrame that ``filter_set`` matches, exactly as the broker
     would decide (docs/SEMANTICS.md); see :func:`plan` for ``path``."""
     return plan(filter_set, path=path, now_ms=now_ms, dialect=dialect, limits=limits).apply(df)
+
+
+def select_archive(spark: SparkSession, directory: str | os.PathLike[str],
+                   filter_set: FilterSetLike, addresses: Iterable[str] | None = None, *,
+                   since: str | None = None, until: str | None = None, path: Path = "auto",
+                   dialect: str = "amqp", limits: Limits = DEFAULT_LIMITS,
+                   now_ms: int | None = None) -> DataFrame:
+    """The messages of an archive directory that ``filter_set`` matches: the same rows as
+    ``apply_filter(read_archive(spark, directory, addresses, since=since, until=until),
+    filter_set)``, reading only the files that can hold matches (:meth:`Plan.select`)."""
+    planned = plan(filter_set, path=path, now_ms=now_ms, dialect=dialect, limits=limits)
+    return planned.select(spark, directory, addresses, since=since, until=until)

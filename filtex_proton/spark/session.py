@@ -13,10 +13,11 @@ network. A cluster master is left as the user configured it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
 import pyarrow as pa
 
@@ -24,6 +25,7 @@ from filtex_proton.archive import (
     ARCHIVE_SCHEMA,
     BUCKET_COLUMN,
     PARTITION_COLUMNS,
+    ArchiveIndex,
     address_partition,
     archive_segments,
     common_index_columns,
@@ -34,8 +36,8 @@ if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
 
 __all__ = [
-    "LOCAL_MODE_SETTINGS", "archive_spark_schema", "drop_archive_duplicates", "read_archive",
-    "spark_session", "use_this_python",
+    "LOCAL_MODE_SETTINGS", "QUERY_SETTINGS", "archive_spark_schema", "drop_archive_duplicates",
+    "read_archive", "read_segments", "spark_session", "use_this_python",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -45,6 +47,14 @@ LOCAL_MODE_SETTINGS: dict[str, str] = {
     "spark.ui.enabled": "false",  # asked for with --conf spark.ui.enabled=true: on loopback
 }
 """What a local master gets unless the caller's config says otherwise."""
+
+QUERY_SETTINGS: dict[str, str] = {
+    # On, PySpark records the Python call site of every Column and DataFrame operation in
+    # the JVM (for error messages): about six round trips to the JVM each, hundreds per
+    # filter, more than the rest of a selective query's Python side.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
+}
+"""What every session gets unless the caller's config says otherwise (results unchanged)."""
 
 
 def use_this_python(*, force: bool = True) -> None:
@@ -73,7 +83,8 @@ def spark_session(master: str | None = None, *, app_name: str = "filtex-spark",
     builder = SparkSession.builder.appName(app_name)
     if master or not submitted:
         builder = builder.master(chosen)
-    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false"}
+    settings = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+                **QUERY_SETTINGS}
     if local:
         # Read by the JVM when it starts (the UI binds to it); a value the user set stays.
         os.environ.setdefault("SPARK_LOCAL_IP", LOOPBACK)
@@ -141,32 +152,90 @@ def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
     An archive with bucketed segments has an ``index_bucket`` column (NULL for the segments
     that are not), by which Spark skips whole files.
     """
+    path = os.fspath(directory)
+    if not os.path.isdir(path):  # a remote URL is read as it is: Spark reads its footers
+        return _where(_read(spark, path, [([path], False)], []), addresses, since, until)
+    segments = archive_segments(path)  # a local archive: refuse newer versions before Spark
+    marker = f"{os.sep}{BUCKET_COLUMN}="
+    if not common_index_columns(i for _, _, i in segments) and not any(
+            marker in file for file, _, _ in segments):
+        # Nothing to add: Spark lists the directory itself (one path, listed serially).
+        return _where(_read(spark, path, [([path], False)], []), addresses, since, until)
+    return read_segments(spark, path, segments, addresses, since=since, until=until)
+
+
+def read_segments(spark: SparkSession, directory: str,
+                  segments: Sequence[tuple[str, int, ArchiveIndex | None]],
+                  addresses: Iterable[str] | None = None, *, since: str | None = None,
+                  until: str | None = None) -> DataFrame:
+    """:func:`read_archive` of these checked segment files of a local archive only
+    (``archive_segments``/``check_segments``), with the index columns they all have."""
+    indexes = sorted(common_index_columns(i for _, _, i in segments))
+    marker = f"{os.sep}{BUCKET_COLUMN}="
+    bucketed = [file for file, _, _ in segments if marker in file]
+    plain = [file for file, _, _ in segments if marker not in file]
+    if not segments:  # nothing to read (handed the directory, Spark would list all of it)
+        return _where(spark.createDataFrame([], archive_spark_schema()), addresses, since,
+                      until)
+    groups: list[tuple[list[str], bool]] = []
+    if bucketed:  # Spark cannot infer partitions of two depths at once: read each apart
+        groups.append((bucketed, True))
+    if plain:
+        groups.append((plain, False))
+    return _where(_read(spark, directory, groups, indexes), addresses, since, until)
+
+
+def _read(spark: SparkSession, path: str, groups: list[tuple[list[str], bool]],
+          indexes: list[str]) -> DataFrame:
+    """The files of each group, with bucket directories or without, as one DataFrame."""
     from pyspark.sql import functions as F  # noqa: N812
 
-    path = os.fspath(directory)
-    indexes: list[str] = []
-    groups: list[tuple[list[str], bool]] = [([path], False)]
-    if os.path.isdir(path):  # a local archive: refuse newer schema versions before Spark reads
-        segments = archive_segments(path)  # (a remote URL is read as it is: Spark reads its
-        indexes = sorted(common_index_columns(i for _, _, i in segments))  # footers itself)
-        marker = f"{os.sep}{BUCKET_COLUMN}="
-        bucketed = [file for file, _, _ in segments if marker in file]
-        if bucketed:  # Spark cannot infer partitions of two depths at once: read each apart
-            groups = [(bucketed, True)]
-            plain = [file for file, _, _ in segments if marker not in file]
-            if plain:
-                groups.append((plain, False))
-        elif indexes:
-            groups = [([file for file, _, _ in segments], False)]
     frames = []
-    for files, bucket_dirs in groups:
-        frame = (spark.read.schema(archive_spark_schema(indexes, bucketed=bucket_dirs))
-                 .option("basePath", path).option("recursiveFileLookup", "false")
-                 .parquet(*files))
-        if len(groups) > 1 and not bucket_dirs:
-            frame = frame.withColumn(BUCKET_COLUMN, F.lit(None).cast("string"))
-        frames.append(frame)
-    df = frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+    bucket_column = any(bucket_dirs for _, bucket_dirs in groups)
+    with _listed_in_the_driver(spark, max(len(files) for files, _ in groups)):
+        for files, bucket_dirs in groups:
+            frame = (spark.read.schema(archive_spark_schema(indexes, bucketed=bucket_dirs))
+                     .option("basePath", path).option("recursiveFileLookup", "false")
+                     .parquet(*files))
+            if bucket_column and not bucket_dirs:
+                frame = frame.withColumn(BUCKET_COLUMN, F.lit(None).cast("string"))
+            frames.append(frame)
+    return frames[0] if len(frames) == 1 else frames[0].unionByName(frames[1])
+
+
+_DISCOVERY: Final = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+_DISCOVERY_DEFAULT: Final = 32
+
+
+@contextlib.contextmanager
+def _listed_in_the_driver(spark: SparkSession, paths: int) -> Iterator[None]:
+    """Spark lists more than ``parallelPartitionDiscovery.threshold`` paths (32) in a Spark
+    job, which costs a local query more than the listing (40 segment files: ~0.1 s); the
+    files handed over were listed here already, so Spark only needs their status: raised for
+    this read only, then put back."""
+    if paths <= _DISCOVERY_DEFAULT:
+        yield
+        return
+    before = spark.conf.get(_DISCOVERY)
+    if before is not None and int(before) >= paths:
+        yield
+        return
+    spark.conf.set(_DISCOVERY, str(paths))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_DISCOVERY)
+        else:
+            spark.conf.set(_DISCOVERY, before)
+
+
+def _where(df: DataFrame, addresses: Iterable[str] | None, since: str | None,
+           until: str | None) -> DataFrame:
+    """The days and addresses selected (on the directory values first, so that Spark prunes
+    directories), and ``address`` the real one."""
+    from pyspark.sql import functions as F  # noqa: N812
+
     if since is not None:
         df = df.where(F.col("date") >= since)  # ISO dates sort as strings
     if until is not None:

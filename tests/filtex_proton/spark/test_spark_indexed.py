@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,9 +35,10 @@ from filtex_proton.archive import (
     segment_index,
 )
 from filtex_proton.archive.index import bucket_of, bucket_value
+from filtex_proton.archive.layout import address_directory
 from filtex_proton.filterset import decode_filter_set
-from filtex_proton.spark import apply_filter, measure_read, plan, read_archive
-from filtex_proton.spark.hints import bucket_hint, index_hint
+from filtex_proton.spark import apply_filter, measure_read, plan, read_archive, select_archive
+from filtex_proton.spark.hints import bucket_hint, bucket_keeps, index_hint
 from filtex_proton.spark.ir import and_, to_column
 from filtex_proton.spark.session import archive_spark_schema
 
@@ -428,3 +430,182 @@ def test_reindex_migrates_to_merged_buckets_and_back(spark: SparkSession, tmp_pa
     df = read_archive(spark, migrated)
     assert BUCKET_COLUMN not in df.columns
     _same_as_engine(df, ["region = 'AMER'", "region IS NULL"])
+
+
+# ----------------------------------------------------------------------------- files chosen first
+
+def _damage(directory: Path, keep: Callable[[Path], bool]) -> list[Path]:
+    """Every segment file ``keep`` rejects replaced by bytes no reader can take (not even its
+    footer): reading one, Spark or the version check, fails."""
+    damaged = []
+    for name in archive_dataset(directory, check=False).files:
+        path = Path(name)
+        if not keep(path):
+            path.write_bytes(b"PAR1 not a segment PAR1")
+            damaged.append(path)
+    return damaged
+
+
+def _bucket_dir(path: Path) -> str:
+    folder = path.parent.name
+    return folder.partition("=")[2] if folder.startswith(f"{BUCKET_COLUMN}=") else ""
+
+
+def test_select_archive_equals_the_engine(spark: SparkSession, bucketed: Path, indexed: Path,
+                                          corpus: Corpus, expected: list[list[bool]]) -> None:
+    """The files chosen in Python (bucketed, indexed, old layout): every answer is the
+    engine's, NULL, absent and other-typed keys, IN across buckets and irregular rows (whose
+    files are always read) included."""
+    start = first_sequence(read_archive(spark, bucketed))
+    for text in BUCKET_TEXTS:
+        assert _sequences(select_archive(spark, bucketed, _sql(text), now_ms=NOW), start) == \
+            _engine(_sql(text)), text
+    for described in EXTRA[len(TEXTS):]:
+        assert _sequences(select_archive(spark, bucketed, described, now_ms=NOW), start) == \
+            _engine(described), described
+    starts = {d: first_sequence(read_archive(spark, d)) for d in (indexed, corpus.directory)}
+    for index in range(0, len(FILTER_SETS), 50):
+        want = [m for m, ok in enumerate(expected[index]) if ok]
+        for directory, first in ((bucketed, start), *starts.items()):
+            result = select_archive(spark, directory, FILTER_SETS[index], now_ms=NOW)
+            assert _sequences(result, first) == want, (directory, FILTER_SETS[index])
+    assert not all(corpus.regular)  # the corpus has irregular rows: their branch was tested
+
+
+@pytest.mark.parametrize(("text", "values"), [
+    ("region = 'AMER'", ["AMER"]),
+    ("region IN ('AMER', 'EMEA')", ["AMER", "EMEA"]),
+    ("region = 'EMEA' AND p.subject = 'order.created'", ["EMEA"]),
+    ("region = 'AMER' OR region = 'x'", ["AMER", "x"]),
+])
+def test_select_archive_never_opens_the_other_buckets_files(
+        spark: SparkSession, bucketed: Path, tmp_path: Path, text: str,
+        values: list[str]) -> None:
+    """The other buckets' files of regular rows are unreadable, footer included, in the real
+    archive directory: neither the version check nor Spark opens them (the answer is the
+    engine's); a filter that pins nothing reads them and fails, so the damage would show."""
+    damaged = tmp_path / "damaged"
+    shutil.copytree(bucketed, damaged)
+    keep = {bucket_value(index_column("region"), 4, bucket_of("=" + v, 4)) for v in values}
+    assert _damage(damaged, lambda path: path.parent.parent.name != "regular=true"
+                   or _bucket_dir(path) in keep)
+    start = first_sequence(read_archive(spark, bucketed))
+    assert _sequences(select_archive(spark, damaged, _sql(text), now_ms=NOW), start) == \
+        _engine(_sql(text))
+    with pytest.raises(Exception, match=r"(?i)parquet|footer|magic|corrupt"):
+        select_archive(spark, damaged, _sql("region IS NULL"), now_ms=NOW)
+
+
+def test_select_archive_opens_only_the_days_and_addresses_asked_for(
+        spark: SparkSession, corpus: Corpus, tmp_path: Path) -> None:
+    """Days and addresses are chosen from the directory names too: the other files are never
+    opened, and the answer is read_archive's (odd and shortened addresses included)."""
+    days = sorted({Path(f).parent.parent.name.partition("=")[2]
+                   for f in archive_dataset(corpus.directory).files})
+    assert len(days) >= 2
+    for address in ADDRESSES:
+        damaged = tmp_path / f"damaged-{ADDRESSES.index(address)}"
+        shutil.copytree(corpus.directory, damaged)
+        assert _damage(damaged, lambda path, a=address: path.parent.parent.parent.name
+                       == address_directory(a) and path.parent.parent.name >= f"date={days[-1]}")
+        for described in (_sql("p.subject = 'order.created'"), {}):
+            df = read_archive(spark, corpus.directory, [address], since=days[-1])
+            want = sorted(bytes(r["raw"]) for r in
+                          apply_filter(df, described, now_ms=NOW).select("raw").collect())
+            got = select_archive(spark, damaged, described, iter([address]), since=days[-1],
+                                 until=days[-1], now_ms=NOW)  # any iterable
+            assert sorted(bytes(r["raw"]) for r in got.select("raw").collect()) == want
+            assert want or described
+            assert {r["address"] for r in got.select("address").collect()} <= {address}
+
+
+def test_select_archive_leaves_the_engine_out_when_no_row_is_irregular(
+        spark: SparkSession, bucketed: Path, corpus: Corpus, tmp_path: Path) -> None:
+    """``regular=`` is a directory: with no ``regular=false`` file the engine's pass over
+    irregular rows is left out of the plan (no Python UDF, no union); with one it stays."""
+    regular_only = tmp_path / "regular-only"
+    shutil.copytree(bucketed, regular_only,
+                    ignore=lambda folder, names: [n for n in names if n == "regular=false"])
+    text = "region IN ('AMER', 'EMEA')"
+    plan_text = select_archive(spark, regular_only, _sql(text), now_ms=NOW)._jdf \
+        .queryExecution().executedPlan().toString()
+    assert "ArrowEvalPython" not in plan_text and "Union" not in plan_text, plan_text
+    start = first_sequence(read_archive(spark, bucketed))
+    want = [m for m in _engine(_sql(text)) if corpus.regular[m]]
+    assert _sequences(select_archive(spark, regular_only, _sql(text), now_ms=NOW), start) == want
+    with_irregular = select_archive(spark, bucketed, _sql(text), now_ms=NOW)._jdf \
+        .queryExecution().executedPlan().toString()
+    assert "ArrowEvalPython" in with_irregular
+
+
+def test_select_archive_on_a_partly_bucketed_archive(spark: SparkSession, bucketed: Path,
+                                                     corpus: Corpus, tmp_path: Path) -> None:
+    """Plain segments and segments bucketed by another key are always read; an empty choice
+    (a key value no bucket file can hold, no plain file) reads nothing and is empty."""
+    mixed = tmp_path / "mixed"
+    shutil.copytree(bucketed, mixed)
+    old = Path(archive_dataset(corpus.directory).files[0])
+    shutil.copy(old, (mixed / old.relative_to(corpus.directory)).with_name("part-0-old.parquet"))
+    by_s = tmp_path / "by_s"
+    reindex_archive(corpus.directory, ArchiveIndex(properties=("s", "region"), buckets=3),
+                    target=by_s, fsync=False)
+    other = Path(_bucket_files(by_s)[bucket_value(index_column("s"), 3, 0)][0])
+    copied = (mixed / other.relative_to(by_s)).with_name("part-1-other.parquet")
+    copied.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(other, copied)
+    df = read_archive(spark, mixed)
+    for text in ("region = 'AMER'", "region IN ('AMER', 'EMEA')", "region IS NULL",
+                 "s = 'x' AND region = 'AMER'", "region = 'nowhere'"):
+        want = sorted(bytes(r["raw"]) for r in
+                      apply_filter(df, _sql(text), now_ms=NOW).select("raw").collect())
+        got = sorted(bytes(r["raw"]) for r in
+                     select_archive(spark, mixed, _sql(text), now_ms=NOW).select("raw").collect())
+        assert got == want, text
+    only_buckets = tmp_path / "only-buckets"
+    shutil.copytree(bucketed, only_buckets,
+                    ignore=lambda folder, names: [n for n in names if n == "regular=false"])
+    nothing = select_archive(spark, only_buckets, _sql("region = 'AMER' AND region = 'EMEA'"),
+                             now_ms=NOW)
+    assert nothing.count() == 0
+
+
+def test_bucket_keeps_is_the_bucket_hint_in_python(spark: SparkSession, bucketed: Path) -> None:
+    """Python's choice of bucket files is Spark's bucket condition on well-formed names, and
+    keeps every name it does not recognise (never a file Spark would keep)."""
+    from pyspark.sql import functions as F  # noqa: N812
+
+    columns = read_archive(spark, bucketed).columns
+    region = index_column("region")
+    values = [bucket_value(region, count, b) for count in (1, 4, 7, MAX_BUCKETS)
+              for b in range(count)]
+    odd = [bucket_value(index_column("s"), 4, 1), "index_region.x.1", "index_region",
+           "index_region.0.0", "index_region.04.1", "index_region.4.01", "index_region.4.1.2",
+           "index_region.\u0664.1"]
+    rows = spark.createDataFrame([(v,) for v in values + odd], f"{BUCKET_COLUMN} string")
+    for text in ("region IN ('AMER', 'EMEA')", "region = 'x' AND s = 'y'", "region IS NULL",
+                 "region = 'AMER' AND region = 'EMEA'", "region = 'AMER' OR b = 'x'"):
+        predicate = plan(_sql(text), now_ms=NOW).column_predicate
+        keeps = bucket_keeps(predicate)
+        hint = bucket_hint(predicate, columns)
+        kept = ({row[0] for row in rows.where(F.expr(hint)).collect()} if hint is not None
+                else set(values + odd))
+        assert {v for v in values if keeps(v)} == {v for v in values if v in kept}, text
+        assert all(keeps(v) for v in odd if v in kept), text
+        assert keeps(None)
+
+
+def test_many_files_are_listed_without_a_spark_job(spark: SparkSession, tmp_path: Path) -> None:
+    """More than 32 files handed over: Spark would list them in a job of its own; they were
+    listed in Python already, so making the DataFrame runs no job, and the session's setting
+    is as before afterwards."""
+    many = _write_corpus(tmp_path / "many", INDEX, segment_rows=40)
+    assert len(archive_dataset(many).files) > 32
+    key = "spark.sql.sources.parallelPartitionDiscovery.threshold"
+    setting = spark.conf.get(key)
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    selected = select_archive(spark, many, _sql("region = 'AMER'"), now_ms=NOW)
+    df = read_archive(spark, many)
+    assert set(tracker.getJobIdsForGroup()) == before
+    assert spark.conf.get(key) == setting
+    assert _sequences(selected, first_sequence(df)) == _engine(_sql("region = 'AMER'"))
