@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 import pyarrow as pa
@@ -34,6 +35,9 @@ __all__ = [
     "read_archive_table",
     "segment_version",
 ]
+
+#: Segment footers remembered by :func:`check_segments` (a few hundred bytes each).
+FOOTER_CACHE_SIZE: Final = 65_536
 
 #: Schema versions this code reads, and what differs from the current one.
 #: 1: no ``long_address`` column (read as NULL, which it is for every version-1 row).
@@ -145,14 +149,28 @@ def list_segments(directory: str | os.PathLike[str]) -> list[SegmentFile]:
 
 
 def check_segments(paths: Iterable[str]) -> list[tuple[str, int, ArchiveIndex | None]]:
-    """These segment files, each with its checked schema version and its index (one footer
-    read per file). Raises :class:`ArchiveVersionError` at the first one this code cannot
-    read."""
+    """These segment files, each with its checked schema version and its index. Raises
+    :class:`ArchiveVersionError` at the first one this code cannot read.
+
+    A footer is read once per file as long as the file stays the same (its path, inode, size
+    and modification time): a long-lived session querying an archive again (a notebook, a
+    service, the bench) pays a ``stat`` per file instead of a footer read (about 2 ms, which
+    made a filter that pins no bucket cost 0.06 s more per query over 32 files)."""
     found: list[tuple[str, int, ArchiveIndex | None]] = []
     for path in paths:
-        schema = pq.read_schema(path)
-        found.append((path, segment_version(schema, path), segment_index(schema)))
+        stat = os.stat(path)
+        version, index = _checked_footer(path, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        found.append((path, version, index))
     return found
+
+
+@lru_cache(maxsize=FOOTER_CACHE_SIZE)
+def _checked_footer(path: str, inode: int, size: int, mtime_ns: int
+                    ) -> tuple[int, ArchiveIndex | None]:
+    """A segment's checked version and index, by file identity (a refusal is not cached:
+    it raises)."""
+    schema = pq.read_schema(path)
+    return segment_version(schema, path), segment_index(schema)
 
 
 def archive_segments(directory: str | os.PathLike[str]

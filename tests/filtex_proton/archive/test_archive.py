@@ -46,10 +46,12 @@ from filtex_proton.archive import (  # noqa: E402
     ARCHIVE_SCHEMA,
     MAX_DIRECTORY_BYTES,
     SCHEMA_VERSION,
+    ArchiveVersionError,
     ArchiveWriter,
     address_directory,
     address_partition,
     archive_dataset,
+    check_segments,
     describe_typed,
     message_row,
     read_archive_table,
@@ -263,6 +265,34 @@ def test_writer_segments_partitions_and_order(tmp_path: Path) -> None:
     metadata = pq.read_schema(files[0]).metadata
     assert metadata[b"filtex.archive.schema_version"] == str(SCHEMA_VERSION).encode()
     assert pq.read_schema(files[0]).remove_metadata().equals(ARCHIVE_SCHEMA.remove_metadata())
+
+
+def test_a_footer_is_read_once_while_its_file_stays_the_same(
+        tmp_path: Path, monkeypatch: Any) -> None:
+    """check_segments remembers a file's checked footer by its identity: asked again, it reads
+    nothing; a file rewritten in place (here with a newer schema version) is read and refused."""
+    writer = ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False)
+    writer.append("a", encode_message(properties={"subject": "s"}), ARRIVAL)
+    writer.close()
+    (segment,) = [str(f) for f in _files(tmp_path)]
+    reads: list[str] = []
+    read_schema = pq.read_schema
+
+    def counted(path: str) -> Any:
+        reads.append(path)
+        return read_schema(path)
+
+    monkeypatch.setattr(pq, "read_schema", counted)
+    first = check_segments([segment])
+    assert check_segments([segment]) == first
+    assert first[0][1] == SCHEMA_VERSION and reads == [segment]  # one footer read for two
+    table = pq.read_table(segment)
+    newer = {b"filtex.archive.schema_version": str(SCHEMA_VERSION + 1).encode()}
+    pq.write_table(table.replace_schema_metadata(newer), segment)
+    os.utime(segment, ns=(time.time_ns(), time.time_ns() + 1_000_000_000))  # a new mtime
+    with pytest.raises(ArchiveVersionError, match="version"):
+        check_segments([segment])
+    assert reads == [segment, segment]
 
 
 def test_writer_bounds_its_buffer(tmp_path: Path) -> None:
