@@ -88,12 +88,16 @@ def bucket_value(column: str, buckets: int, bucket: int) -> str:
 
 
 def parse_bucket(value: str) -> tuple[str, int, int] | None:
-    """``(column, buckets, bucket)`` of an ``index_bucket`` value; None if it is not one."""
+    """``(column, buckets, bucket)`` of an ``index_bucket`` value written exactly as
+    :func:`bucket_value` writes it (ASCII digits, no leading zeros, at least one bucket);
+    None for any other name."""
     column, _, rest = value.partition(".")
     count, _, bucket = rest.partition(".")
-    if not (column.startswith(_PREFIX) and count.isdigit() and bucket.isdigit()):
-        return None
-    return column, int(count), int(bucket)
+    if not (column.startswith(_PREFIX) and count.isascii() and count.isdigit()
+            and bucket.isascii() and bucket.isdigit()):
+        return None  # (str.isdigit alone admits digits int() cannot read, such as '²')
+    parsed = column, int(count), int(bucket)
+    return parsed if parsed[1] > 0 and bucket_value(*parsed) == value else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
-from filtex_proton.archive.index import BUCKET_COLUMN, ArchiveIndex, parse_bucket, segment_index
+from filtex_proton.archive.index import BUCKET_COLUMN, ArchiveIndex, segment_index
 from filtex_proton.archive.schema import (
     ARCHIVE_SCHEMA,
     PARTITIONING,
@@ -120,13 +120,6 @@ class SegmentFile:
     def bucketed(self) -> bool:
         """In an ``index_bucket=`` directory (a bucketed segment's file)."""
         return BUCKET_COLUMN in self.partitions
-
-    @property
-    def bucket(self) -> tuple[str, int, int] | None:
-        """``(index column, buckets, bucket)`` from its ``index_bucket=`` directory; None if
-        not bucketed or the name does not parse."""
-        value = self.partitions.get(BUCKET_COLUMN)
-        return None if value is None else parse_bucket(value)
 
 
 def list_segments(directory: str | os.PathLike[str]) -> list[SegmentFile]:

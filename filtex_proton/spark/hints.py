@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Final, TypeAlias
 
-from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, bucket_value, index_column
+from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, index_column, parse_bucket
 from filtex_proton.spark import ir
 
 __all__ = ["bucket_hint", "bucket_keeps", "implied_values", "index_hint"]
@@ -167,15 +167,11 @@ def bucket_keeps(predicate: ir.Expr) -> Callable[[str | None], bool]:
             for key, values in constraint.items()}
 
     def keeps(value: str | None) -> bool:
-        if value is None:
+        parsed = None if value is None else parse_bucket(value)
+        if parsed is None:
             return True
-        column, _, rest = value.partition(".")
-        count, _, number = rest.partition(".")
+        column, count, number = parsed
         wanted = crcs.get(column)
-        if wanted is None or not (count.isascii() and count.isdigit() and number.isascii()
-                                  and number.isdigit()) or int(count) == 0 \
-                or bucket_value(column, int(count), int(number)) != value:
-            return True
-        return any(crc % int(count) == int(number) for crc in wanted)
+        return wanted is None or any(crc % count == number for crc in wanted)
 
     return keeps
