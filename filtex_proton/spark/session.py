@@ -56,6 +56,9 @@ QUERY_SETTINGS: dict[str, str] = {
 }
 """What every session gets unless the caller's config says otherwise (results unchanged)."""
 
+_BUCKET_DIRECTORY: Final = f"{os.sep}{BUCKET_COLUMN}="
+"""In the path of a bucketed segment's file (its ``index_bucket=`` directory)."""
+
 
 def use_this_python(*, force: bool = True) -> None:
     """Make Spark's Python workers (and the driver) run ``sys.executable``.
@@ -156,9 +159,8 @@ def read_archive(spark: SparkSession, directory: str | os.PathLike[str],
     if not os.path.isdir(path):  # a remote URL is read as it is: Spark reads its footers
         return _where(_read(spark, path, [([path], False)], []), addresses, since, until)
     segments = archive_segments(path)  # a local archive: refuse newer versions before Spark
-    marker = f"{os.sep}{BUCKET_COLUMN}="
     if not common_index_columns(i for _, _, i in segments) and not any(
-            marker in file for file, _, _ in segments):
+            _BUCKET_DIRECTORY in file for file, _, _ in segments):
         # Nothing to add: Spark lists the directory itself (one path, listed serially).
         return _where(_read(spark, path, [([path], False)], []), addresses, since, until)
     return read_segments(spark, path, segments, addresses, since=since, until=until)
@@ -171,9 +173,8 @@ def read_segments(spark: SparkSession, directory: str,
     """:func:`read_archive` of these checked segment files of a local archive only
     (``archive_segments``/``check_segments``), with the index columns they all have."""
     indexes = sorted(common_index_columns(i for _, _, i in segments))
-    marker = f"{os.sep}{BUCKET_COLUMN}="
-    bucketed = [file for file, _, _ in segments if marker in file]
-    plain = [file for file, _, _ in segments if marker not in file]
+    bucketed = [file for file, _, _ in segments if _BUCKET_DIRECTORY in file]
+    plain = [file for file, _, _ in segments if _BUCKET_DIRECTORY not in file]
     if not segments:  # nothing to read (handed the directory, Spark would list all of it)
         return _where(spark.createDataFrame([], archive_spark_schema()), addresses, since,
                       until)
