@@ -14,6 +14,8 @@ import json
 import re
 import shlex
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import venv
@@ -21,6 +23,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+
+from upstreams.maven import java_missing
+from upstreams.process import free_port
 
 from .broker.fault_clients import BrokerProcess
 
@@ -30,6 +35,8 @@ BIN = Path(sys.executable).parent
 OUR_PROGRAMS = {"filtex", "filtex-spark", "filtex-broker", "filtex-broker-users"}
 #: Programs with subcommands: the flags of ``prog SUB`` are those of ``prog SUB --help``.
 WITH_SUBCOMMANDS = {"filtex", "filtex-spark", "filtex-broker-users"}
+#: Run from the repository's root as ``python -m NAME`` (not installed with the product).
+REPOSITORY_MODULES = {"upstreams"}
 #: Run as written: no server, no data beyond the repository's examples.
 RUN_AS_WRITTEN = (("filtex", "check"), ("filtex-spark", "explain"))
 
@@ -52,16 +59,28 @@ def argv_of(command: str) -> list[str]:
 
 
 def program_of(argv: list[str]) -> str:
+    """The program a line runs: a script, ``bench/x.py``, or ``-m MODULE`` as ``MODULE``."""
     if argv[0] in {"python", "python3"}:
-        return argv[1]
+        return argv[2] if argv[1] == "-m" else argv[1]
     return argv[0]
+
+
+def arguments_of(argv: list[str]) -> list[str]:
+    """What follows the program's name (``python -m MODULE`` is the name)."""
+    if argv[0] in {"python", "python3"}:
+        return argv[3:] if argv[1] == "-m" else argv[2:]
+    return argv[1:]
 
 
 @cache
 def help_flags(*program: str) -> frozenset[str]:
     """The flags ``program --help`` lists (with a subcommand: the top level's and its own)."""
-    executable = [sys.executable, program[0]] if program[0].endswith(".py") else [
-        str(BIN / program[0])]
+    if program[0].endswith(".py"):
+        executable = [sys.executable, program[0]]
+    elif program[0] in REPOSITORY_MODULES:
+        executable = [sys.executable, "-m", program[0]]
+    else:
+        executable = [str(BIN / program[0])]
     result = subprocess.run([*executable, *program[1:], "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120, check=False)
     assert result.returncode == 0, f"{program} --help: {result.stderr}"
@@ -71,7 +90,7 @@ def help_flags(*program: str) -> frozenset[str]:
 
 def flags_and_program(argv: list[str]) -> tuple[tuple[str, ...], list[str]]:
     program = program_of(argv)
-    rest = argv[2:] if argv[0].startswith("python") else argv[1:]
+    rest = arguments_of(argv)
     if program in WITH_SUBCOMMANDS:  # the first word that is neither a flag nor a flag's value
         sub = next(word for i, word in enumerate(rest) if not word.startswith("-")
                    and (i == 0 or rest[i - 1] not in {"--master", "--conf"}))
@@ -84,7 +103,7 @@ COMMANDS = shell_commands()
 
 def test_the_documents_show_commands() -> None:
     programs = {program_of(argv_of(command)) for _, command in COMMANDS}
-    assert {"filtex", "filtex-spark", "filtex-broker", "pip"} <= programs
+    assert {"filtex", "filtex-spark", "filtex-broker", "pip", "upstreams"} <= programs
 
 
 @pytest.mark.parametrize(("document", "command"), COMMANDS,
@@ -94,7 +113,8 @@ def test_a_documented_command_uses_only_real_flags(document: str, command: str) 
     program = program_of(argv)
     if program in {"pip", "docker"}:
         return  # the Set up block runs in CI as written; the image is checked below
-    ours = program in OUR_PROGRAMS or (program.startswith("bench/") and (ROOT / program).exists())
+    ours = (program in OUR_PROGRAMS or program in REPOSITORY_MODULES
+            or (program.startswith("bench/") and (ROOT / program).exists()))
     assert ours, f"{document} shows {program!r}, which is neither ours nor checked here"
     key, rest = flags_and_program(argv)
     unknown = {w.split("=")[0] for w in rest if w.startswith("--")} - help_flags(*key)
@@ -139,6 +159,49 @@ def test_the_readme_sender_and_filtered_receiver_work(tmp_path: Path) -> None:
         assert broker.stop() == 0
     finally:
         broker.kill()
+
+
+def test_the_readme_relay_in_front_of_artemis_runs_as_written(tmp_path: Path) -> None:
+    """``python -m upstreams artemis ... --relay`` as the README writes it, then its Python client
+    against the relay, then Ctrl-C: both stop and the command exits 0. (On another port only if
+    5672 is taken on this machine.)"""
+    reason = java_missing()
+    if reason is not None:
+        pytest.skip(f"the README's Artemis command needs Java and Maven: {reason}")
+    command = next(c for d, c in COMMANDS if d == "README.md"
+                   and argv_of(c)[:3] == ["python", "-m", "upstreams"])
+    client = next(b for b in re.findall(r"```python\n(.*?)```", (ROOT / "README.md").read_text(),
+                                        re.S) if "localhost:5672" in b and "eu_big" in b)
+    port = 5672 if _port_is_free(5672) else free_port()
+    argv = argv_of(command.replace("127.0.0.1:5672", f"127.0.0.1:{port}"))
+    with (tmp_path / "upstreams.log").open("wb") as log:
+        process = subprocess.Popen([sys.executable, *argv[1:]], cwd=ROOT, stdout=subprocess.PIPE,
+                                   stderr=log, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(2)]
+        assert lines[1].startswith(f"filtex-broker relay: amqp://127.0.0.1:{port}"), (
+            lines, (tmp_path / "upstreams.log").read_text(errors="replace"))
+        result = subprocess.run(
+            [sys.executable, "-c", client.replace("localhost:5672", f"localhost:{port}")],
+            capture_output=True, text=True, timeout=120, check=False)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == "big EU order"
+        process.send_signal(signal.SIGINT)  # Ctrl-C, as the README says
+        assert process.wait(90) == 0, (tmp_path / "upstreams.log").read_text(errors="replace")
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @pytest.mark.slow

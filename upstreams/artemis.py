@@ -41,6 +41,9 @@ class Artemis:
     def url(self) -> str:
         return f"amqp://127.0.0.1:{self.port}"
 
+    def running(self) -> bool:
+        return self.process.running()
+
     def stop(self) -> None:
         self.process.stop()
 

@@ -16,8 +16,9 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
-__all__ = ["BrokerProcess", "amqp_answers", "free_port"]
+__all__ = ["BrokerProcess", "Upstream", "amqp_answers", "dying_with_parent", "free_port"]
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -38,12 +39,29 @@ def amqp_answers(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def _dying_with_parent(command: Sequence[str]) -> list[str]:
+def dying_with_parent(command: Sequence[str]) -> list[str]:
     """The command, run with SIGKILL as its parent-death signal where setpriv can set it
     (kept across the broker scripts' ``exec java``)."""
     if _SETPRIV is None:
         return list(command)
     return [_SETPRIV, "--pdeathsig", "KILL", "--", *command]
+
+
+class Upstream(Protocol):
+    """What every broker started here offers: where it listens, who may log in, its end."""
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def user(self) -> str: ...
+
+    @property
+    def password(self) -> str: ...
+
+    def running(self) -> bool: ...
+
+    def stop(self) -> None: ...
 
 
 class BrokerProcess:
@@ -63,7 +81,7 @@ class BrokerProcess:
         """Start the broker and wait until its AMQP listener answers."""
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
-                _dying_with_parent(self.command), cwd=self.cwd, env=self.env, stdout=out,
+                dying_with_parent(self.command), cwd=self.cwd, env=self.env, stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
         while not amqp_answers(self.port):

@@ -1,0 +1,7 @@
+"""``python -m upstreams``: see upstreams/cli.py."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
