@@ -93,6 +93,7 @@ from broker.relay.common import (
     PER_LINK_PREFIXES,
     AttachDeadline,
     UpstreamSide,
+    node_kind_capabilities,
 )
 from broker.relay.consumers import RelayConsumer
 from broker.relay.origin import OriginStamp
@@ -532,11 +533,18 @@ class Upstream(Handler):
         if not request.dynamic:  # a dynamic one is answered with the upstream's node
             link.open()
         address = request.address or ""
+        topic = request.topic or address.startswith(PER_LINK_PREFIXES)
+        # A durable subscription is the upstream's, named by our container id and the link
+        # name: the client's container goes into that name, so two clients' subscriptions of
+        # the same name stay apart, and a restarted relay finds its clients' subscriptions.
+        durable = topic and request.durable and not request.dynamic
         consumer = RelayConsumer(
             link, self, address, None if link_filter.is_trivial else link_filter,
-            topic=request.topic or address.startswith(PER_LINK_PREFIXES),
-            presettled=presettled, selector=selector,
+            topic=topic, presettled=presettled, selector=selector,
             held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+            capabilities=node_kind_capabilities(request.capabilities),
+            durable=(remote.durability, remote.expiry_policy) if durable else None,
+            up_name=f"{link.name}@{client.container}@relay" if durable else None,
         )
         client.consumers.append(consumer)
         self.track(consumer)
@@ -565,7 +573,8 @@ class Upstream(Handler):
         producer = RelayProducer(link, self, None if request.dynamic else request.address,
                                  origin=client.origin, registry=registry,
                                  window=self.config.credit_window,
-                                 max_size=self.config.max_message_size, dynamic=request.dynamic)
+                                 max_size=self.config.max_message_size, dynamic=request.dynamic,
+                                 capabilities=node_kind_capabilities(request.capabilities))
         client.producers.append(producer)
         self.track(producer)
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
