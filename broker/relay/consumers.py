@@ -390,6 +390,23 @@ class RelayConsumer:
         self.upstream.forget(self)
         return returned
 
+    def drop_selector(self) -> bool:
+        """The upstream refused our attach over the selector pushed on it (its parser is not
+        ours: Artemis refuses Java's ``1.5d``, which JMS allows): forget that upstream link so
+        that it is attached again without a selector (the filters are evaluated here anyway).
+        False when that does not apply: nothing was pushed, or the link had already taken
+        messages (then the refusal is the upstream's last word, passed on to the client)."""
+        if self.selector is None or self.received or self.up is None or self.closed:
+            return False
+        self.selector = None
+        self.upstream.unregister(self.up)
+        if self.up_session is not None:
+            self.upstream.end_session(self.up_session)
+        self.up = None
+        self.up_impl = None
+        self.up_session = None
+        return True
+
     def upstream_closed(self, condition: Condition | None) -> None:
         """The upstream refused or closed our link: so does the downstream link."""
         self.detach()

@@ -49,7 +49,8 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   a client's own JMS selector as it is, plus the translatable SQL, property, group
   and constant filters) is put on the upstream source; the whole filter set is
   still evaluated here, and the selector is implied by it, so this is exact
-  whatever the upstream does.
+  whatever the upstream does. An upstream whose parser refuses the selector
+  (``amqp:invalid-field`` before the link took anything) gets the link again without it.
 * **Connections**: consumers and producers use two upstream connections (RabbitMQ reads
   a connection in one process: a consumer's flow would queue behind the producers'
   transfers), which open, fail and reconnect together.
@@ -248,6 +249,16 @@ class Upstream(Handler):
             return
         owner = self._owner_of(link)
         condition = link.remote_condition
+        if owner is not None and self.pushdown and isinstance(owner, RelayConsumer) \
+                and condition is not None and condition.name == INVALID_FIELD \
+                and owner.drop_selector():
+            log.warning("upstream refused link %r with the selector pushed down (%s: %s): "
+                        "attaching it again without one, its filters are evaluated here only",
+                        link.name, condition.name, condition.description)
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.close()
+            self._open(owner)
+            return
         if owner is not None:
             log.warning("upstream closed link %r: %s", link.name,
                         f"{condition.name}: {condition.description}" if condition else "no error")
@@ -582,6 +593,8 @@ class Upstream(Handler):
         return producer
 
 
+INVALID_FIELD: Final = "amqp:invalid-field"
+"""How brokers refuse a filter they cannot parse (Artemis, ActiveMQ, Qpid Broker-J)."""
 SESSION_GRACE: Final = 0.1
 """Seconds after the upstream answered the last session end before new sessions begin (it
 has to forget the old session's channel number first)."""
