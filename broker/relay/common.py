@@ -29,13 +29,16 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "NOT_IMPLEMENTED",
+    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "INVALID_FIELD",
+    "NOT_IMPLEMENTED",
     "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "AttachDeadline", "RelayEnd", "UpstreamPort",
     "UpstreamSide", "close_downstream", "node_kind_capabilities", "put_capabilities",
 ]
 
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+INVALID_FIELD: Final = "amqp:invalid-field"
+"""How brokers refuse a filter they cannot parse (Artemis, ActiveMQ, Qpid Broker-J)."""
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
 PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
 """RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""

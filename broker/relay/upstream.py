@@ -90,6 +90,7 @@ from broker.relay.common import (
     ATTACH_TIMEOUT,
     BACKOFF_MAX,
     BACKOFF_MIN,
+    INVALID_FIELD,
     NOT_IMPLEMENTED,
     PER_LINK_PREFIXES,
     AttachDeadline,
@@ -593,8 +594,6 @@ class Upstream(Handler):
         return producer
 
 
-INVALID_FIELD: Final = "amqp:invalid-field"
-"""How brokers refuse a filter they cannot parse (Artemis, ActiveMQ, Qpid Broker-J)."""
 SESSION_GRACE: Final = 0.1
 """Seconds after the upstream answered the last session end before new sessions begin (it
 has to forget the old session's channel number first)."""

@@ -7,7 +7,8 @@ upstream link took from Artemis) and uses python-qpid-proton clients. What Artem
 default and the relay relies on (docs/BROKER.md, "ActiveMQ Artemis"): an address a client
 names without a ``queue``/``topic`` capability is created multicast; ``modified`` with
 undeliverable-here gives a message back to the queue's other consumers; a topic attach on an
-anycast address is refused with ``amqp:illegal-state``; durable subscriptions are named by
+anycast address is refused with ``amqp:illegal-state``; its selector parser refuses Java's
+``2.0d`` (the relay then evaluates that link's filters alone); durable subscriptions are named by
 container id and link name.
 
 Every queue is read back directly on Artemis afterwards (nothing lost), and Artemis's ``DLQ``
@@ -90,7 +91,7 @@ def _nothing_dead_lettered(direct: BlockingConnection) -> None:
 def test_a_filtered_consumer_gets_exactly_its_matches_and_the_rest_stays_on_artemis(
         relays: Relays, direct: BlockingConnection, kind: str) -> None:
     relay = relays.start()
-    queue = "orders" if kind == "sql" else fresh(kind)  # orders: declared by the fixture
+    queue = fresh(kind)
     send(direct, queue, numbered(8), [QUEUE])
     downstream = connect(relay.address)
     filtered = receiver(downstream, queue, FILTERS[kind], name="filtered", credit=20,
@@ -188,7 +189,7 @@ def test_an_attach_artemis_refuses_is_refused_downstream_with_its_reason(
         relays: Relays) -> None:
     relay = relays.start()
     downstream = connect(relay.address)
-    try:  # a topic subscription on the anycast queue 'orders'
+    try:  # a topic subscription on the anycast queue 'orders' (declared by the fixture)
         refused = receiver(downstream, "orders", RED, options=[TOPIC])
     except LinkDetached as exc:
         condition: Condition | None = exc.link.remote_condition
