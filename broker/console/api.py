@@ -55,7 +55,7 @@ def _link_json(link: LinkCopy, describer: Describer) -> dict[str, Any]:
         "sent": link.sent, "unsettled": link.unsettled,
         "filtered": link.filter_set is not None,
         "filters": describer(link.filter_set) if link.filter_set is not None else [],
-        "counters": link.counters, "pushed_down": link.pushed_down,
+        "counters": link.counters, "pushed_down": link.pushed_down, "received": link.received,
     }
 
 

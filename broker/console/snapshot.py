@@ -63,6 +63,8 @@ class LinkCopy:
     counters: dict[str, int] | None
     pushed_down: str | None = None
     """Relay mode: the JMS selector put on the upstream source (None: nothing pushed)."""
+    received: int | None = None
+    """Relay mode: messages taken from the upstream on this link (None: not a relay link)."""
 
 
 @dataclass(slots=True)
@@ -218,7 +220,7 @@ def _relay_nodes(relayed: list[RelayConsumer], peer: dict[int, tuple[int, str]],
             credit=consumer.credit, sent=consumer.sent, unsettled=len(consumer.unacked),
             filter_set=filter_set,
             counters=_counters(filter_set.stats if filter_set is not None else None, 0),
-            pushed_down=consumer.selector if pushdown else None))
+            pushed_down=consumer.selector if pushdown else None, received=consumer.received))
         node.consumers += 1
     return list(nodes.values())
 

@@ -59,7 +59,8 @@ KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
                 True, "evaluates apache.org:selector-filter:string, offers no capability",
                 undeliverable_here=True,
                 undeliverable_note="ProtonServerSenderContext rejects the message for that "
-                "consumer only (rejectConsumer) and cancels it back to the queue"),
+                "consumer only (rejectConsumer) and cancels it back to the queue (observed "
+                "with 2.40: at once for the other consumers, delivery-count unchanged)"),
     KnownBroker("ActiveMQ 5 (Classic)", frozenset({"activemq", "activemq classic"}),
                 True, "evaluates apache.org:selector-filter:string on AMQP links",
                 undeliverable_note="AmqpSender acks undeliverable-here as a poison message: "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from proton import (
     Condition,
+    Data,
     Endpoint,
     Handler,
     Link,
@@ -28,16 +29,23 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "NOT_IMPLEMENTED",
+    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "INVALID_FIELD",
+    "NOT_IMPLEMENTED",
     "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "AttachDeadline", "RelayEnd", "UpstreamPort",
-    "UpstreamSide", "close_downstream",
+    "UpstreamSide", "close_downstream", "node_kind_capabilities", "put_capabilities",
 ]
 
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+INVALID_FIELD: Final = "amqp:invalid-field"
+"""How brokers refuse a filter they cannot parse (Artemis, ActiveMQ, Qpid Broker-J)."""
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
 PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
 """RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
+NODE_KINDS: Final = frozenset({"queue", "topic"})
+"""Terminus capabilities the relay passes upstream: how a client picks a queue or a topic on
+brokers that give one address both (ActiveMQ Artemis creates an address with neither as a
+multicast one, where a consumer reads a subscription of its own)."""
 BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 ATTACH_TIMEOUT: Final = 10.0
@@ -129,3 +137,19 @@ def close_downstream(link: Link, condition: Condition | None) -> None:
     elif link.state & Endpoint.LOCAL_ACTIVE:
         link.condition = condition
         link.close()
+
+
+def node_kind_capabilities(capabilities: frozenset[str]) -> tuple[str, ...]:
+    """The capabilities among a client's terminus capabilities that say queue or topic."""
+    return tuple(sorted(capabilities & NODE_KINDS))
+
+
+def put_capabilities(data: Any, capabilities: tuple[str, ...]) -> None:
+    """Set a terminus's capabilities (``terminus.capabilities``) to these symbols."""
+    if not capabilities:
+        return
+    data.put_array(False, Data.SYMBOL)
+    data.enter()
+    for capability in capabilities:
+        data.put_symbol(symbol(capability))
+    data.exit()

@@ -38,6 +38,7 @@ from broker.relay.common import (
     UpstreamPort,
     UpstreamSide,
     close_downstream,
+    put_capabilities,
 )
 from filtex_proton.plugin import (
     FilterMessage,
@@ -60,7 +61,8 @@ class RelayConsumer:
     def __init__(
         self, link: Sender, upstream: UpstreamPort, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
-        browse: bool = False, dynamic: bool = False,
+        browse: bool = False, dynamic: bool = False, capabilities: tuple[str, ...] = (),
+        durable: tuple[int, int] | None = None, up_name: str | None = None,
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)
@@ -73,6 +75,13 @@ class RelayConsumer:
         """Distribution-mode copy: upstream deliveries are settled without an outcome."""
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
+        self.capabilities = capabilities
+        """The client's ``queue``/``topic`` source capabilities, passed upstream."""
+        self.durable = durable
+        """A durable subscription: the client's (durability, expiry policy), given to the
+        upstream source, whose link name (``up_name``) is stable per client container and link
+        name; detached, not closed, when the client detaches without closing."""
+        self.up_name = up_name or f"{self.name}@relay"
         self.copies = topic or browse
         """The link reads a copy of its own: non-matches are skipped, never held."""
         self.confirmed = False
@@ -105,6 +114,9 @@ class RelayConsumer:
         """Downstream delivery -> (upstream delivery, data); None once that connection is gone."""
         self.sent = 0
         self.skipped = 0
+        self.received = 0
+        """Messages taken from the upstream on this link (with pushdown: only those the
+        upstream's selector let through; shown by the console)."""
         self._tags = 0
 
     # -- upstream link ---------------------------------------------------------------
@@ -115,7 +127,7 @@ class RelayConsumer:
         session = connection.session()
         session.open()
         self.up_session = session
-        up = session.receiver(f"{self.name}@relay")
+        up = session.receiver(self.up_name)
         if self.dynamic:
             up.source.dynamic = True
         else:
@@ -123,8 +135,12 @@ class RelayConsumer:
         if self.browse:
             up.source.distribution_mode = Terminus.DIST_MODE_COPY
         self.confirmed = not (self.browse or self.dynamic)  # else: see upstream_attached
-        if self.topic:
-            up.source.capabilities.put_object(symbol("topic"))
+        capabilities = self.capabilities
+        if self.topic and "topic" not in capabilities:
+            capabilities = (*capabilities, "topic")
+        put_capabilities(up.source.capabilities, capabilities)
+        if self.durable is not None:
+            up.source.durability, up.source.expiry_policy = self.durable
         if pushdown and self.selector is not None:
             up.source.filter.put_map()
             up.source.filter.enter()
@@ -174,6 +190,7 @@ class RelayConsumer:
         else:
             data = chunk
         lib.pn_link_advance(self.up_impl)
+        self.received += 1
         link_filter = self.filter  # without one, no message object is built
         candidates = None
         if link_filter is not None:
@@ -330,8 +347,9 @@ class RelayConsumer:
         lib.pn_delivery_settle(delivery)
         # no top-up: an outcome changes neither the window nor what waits or is held here
 
-    def detach(self) -> int:
-        """The downstream link is gone: give back everything, then close the upstream link."""
+    def detach(self, *, closed: bool = True) -> int:
+        """The downstream link is gone: give back everything, then close the upstream link
+        (detach it only, for a durable subscription whose client did not close its link)."""
         if self.closed:
             return 0
         self.closed = True
@@ -355,7 +373,10 @@ class RelayConsumer:
                 self._settle_up(up_delivery, RELEASED)
             self.upstream.unregister(self.up)
             if self.up.state & Endpoint.LOCAL_ACTIVE:
-                self.up.close()
+                if self.durable is not None and not closed:
+                    self.up.detach()  # the upstream keeps the subscription
+                else:
+                    self.up.close()
             if self.up_session is not None:
                 self.upstream.end_session(self.up_session)
         self.unacked.clear()
@@ -368,6 +389,23 @@ class RelayConsumer:
         self.up_session = None
         self.upstream.forget(self)
         return returned
+
+    def drop_selector(self) -> bool:
+        """The upstream refused our attach over the selector pushed on it (its parser is not
+        ours: Artemis refuses Java's ``1.5d``, which JMS allows): forget that upstream link so
+        that it is attached again without a selector (the filters are evaluated here anyway).
+        False when that does not apply: nothing was pushed, or the link had already taken
+        messages (then the refusal is the upstream's last word, passed on to the client)."""
+        if self.selector is None or self.received or self.up is None or self.closed:
+            return False
+        self.selector = None
+        self.upstream.unregister(self.up)
+        if self.up_session is not None:
+            self.upstream.end_session(self.up_session)
+        self.up = None
+        self.up_impl = None
+        self.up_session = None
+        return True
 
     def upstream_closed(self, condition: Condition | None) -> None:
         """The upstream refused or closed our link: so does the downstream link."""

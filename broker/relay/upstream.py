@@ -49,7 +49,8 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   a client's own JMS selector as it is, plus the translatable SQL, property, group
   and constant filters) is put on the upstream source; the whole filter set is
   still evaluated here, and the selector is implied by it, so this is exact
-  whatever the upstream does.
+  whatever the upstream does. An upstream whose parser refuses the selector
+  (``amqp:invalid-field`` before the link took anything) gets the link again without it.
 * **Connections**: consumers and producers use two upstream connections (RabbitMQ reads
   a connection in one process: a consumer's flow would queue behind the producers'
   transfers), which open, fail and reconnect together.
@@ -89,10 +90,12 @@ from broker.relay.common import (
     ATTACH_TIMEOUT,
     BACKOFF_MAX,
     BACKOFF_MIN,
+    INVALID_FIELD,
     NOT_IMPLEMENTED,
     PER_LINK_PREFIXES,
     AttachDeadline,
     UpstreamSide,
+    node_kind_capabilities,
 )
 from broker.relay.consumers import RelayConsumer
 from broker.relay.origin import OriginStamp
@@ -247,6 +250,16 @@ class Upstream(Handler):
             return
         owner = self._owner_of(link)
         condition = link.remote_condition
+        if owner is not None and self.pushdown and isinstance(owner, RelayConsumer) \
+                and condition is not None and condition.name == INVALID_FIELD \
+                and owner.drop_selector():
+            log.warning("upstream refused link %r with the selector pushed down (%s: %s): "
+                        "attaching it again without one, its filters are evaluated here only",
+                        link.name, condition.name, condition.description)
+            if link.state & Endpoint.LOCAL_ACTIVE:
+                link.close()
+            self._open(owner)
+            return
         if owner is not None:
             log.warning("upstream closed link %r: %s", link.name,
                         f"{condition.name}: {condition.description}" if condition else "no error")
@@ -532,11 +545,18 @@ class Upstream(Handler):
         if not request.dynamic:  # a dynamic one is answered with the upstream's node
             link.open()
         address = request.address or ""
+        topic = request.topic or address.startswith(PER_LINK_PREFIXES)
+        # A durable subscription is the upstream's, named by our container id and the link
+        # name: the client's container goes into that name, so two clients' subscriptions of
+        # the same name stay apart, and a restarted relay finds its clients' subscriptions.
+        durable = topic and request.durable and not request.dynamic
         consumer = RelayConsumer(
             link, self, address, None if link_filter.is_trivial else link_filter,
-            topic=request.topic or address.startswith(PER_LINK_PREFIXES),
-            presettled=presettled, selector=selector,
+            topic=topic, presettled=presettled, selector=selector,
             held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+            capabilities=node_kind_capabilities(request.capabilities),
+            durable=(remote.durability, remote.expiry_policy) if durable else None,
+            up_name=f"{link.name}@{client.container}@relay" if durable else None,
         )
         client.consumers.append(consumer)
         self.track(consumer)
@@ -565,7 +585,8 @@ class Upstream(Handler):
         producer = RelayProducer(link, self, None if request.dynamic else request.address,
                                  origin=client.origin, registry=registry,
                                  window=self.config.credit_window,
-                                 max_size=self.config.max_message_size, dynamic=request.dynamic)
+                                 max_size=self.config.max_message_size, dynamic=request.dynamic,
+                                 capabilities=node_kind_capabilities(request.capabilities))
         client.producers.append(producer)
         self.track(producer)
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,

@@ -241,7 +241,7 @@ def test_relay_mode_shows_the_upstream_and_what_was_pushed_down(
     relay = broker_factory(upstream=f"amqp://{upstream.url}", console="127.0.0.1:0",
                            upstream_selector="always")
     connection = connect(relay.url)
-    connection.create_receiver("orders", name="relayed", options=sql("color = 'red'"))
+    connection.create_receiver("orders", name="relayed", options=sql("color = 'red'"), credit=10)
 
     def shown() -> bool:
         state = api(relay, "/api/overview")
@@ -256,6 +256,13 @@ def test_relay_mode_shows_the_upstream_and_what_was_pushed_down(
     assert state["upstream"]["pushdown"] is True
     assert link["pushed_down"] == "color = 'red'"
     assert state["upstream"]["product"] == "filtex-broker"
+    assert link["received"] == 0
+
+    # the upstream applies the pushed selector: only the red message reaches the relay's link
+    send(connect(upstream.url).create_sender("orders"), *(message(color=color) for color in
+                                                           ("blue", "red", "green")))
+    wait_for(lambda: api(relay, "/api/overview")["nodes"][0]["links"][0]["received"] == 1,
+             "the relay's link received the red message")
     connection.close()
 
 

@@ -1,8 +1,10 @@
-"""Integration fixtures: third-party brokers in containers (testcontainers), the relay in front.
+"""Integration fixtures: the relay in front of third-party brokers.
 
-Every test here needs a Docker engine. Without one (these development
-machines have none) the ``docker_engine`` fixture skips at once, with the
-reason, before any image is pulled or container started.
+Brokers from Maven Central run as child processes (session fixtures in
+``tests/conftest.py``); those that come only as container images need a Docker
+engine (testcontainers). Without one (these development machines have none)
+the ``docker_engine`` fixture skips at once, with the reason, before any image
+is pulled or container started.
 """
 
 from __future__ import annotations

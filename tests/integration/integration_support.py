@@ -1,8 +1,9 @@
-"""Shared by the container tests: the relay process, AMQP client helpers, Artemis's Jolokia."""
+"""Shared by the tests of the relay in front of third-party brokers: relay processes, AMQP client
+helpers (filters, capabilities, durable subscriptions, browsing), the relay console's counters."""
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -10,14 +11,27 @@ import sys
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from proton import Condition, Described, Message, Timeout, symbol
-from proton.reactor import Filter
+from proton import (
+    Condition,
+    ConnectionException,
+    Data,
+    Described,
+    Link,
+    Message,
+    Terminus,
+    Timeout,
+    symbol,
+)
+from proton.reactor import Copy, Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender, LinkDetached
+
+from tests.relay.relay_support import RelayProcess
+from upstreams.process import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 60.0
@@ -80,17 +94,22 @@ def shapes() -> list[Message]:
             for n in range(6)]
 
 
-def send(conn: BlockingConnection, address: str, messages: list[Message]) -> None:
-    sender = conn.create_sender(address)
+def send(conn: BlockingConnection, address: str, messages: list[Message],
+         options: Sequence[LinkOption] = ()) -> None:
+    sender = conn.create_sender(address, options=list(options) or None)
     for message in messages:
         sender.send(message)  # waits for the outcome; raises unless accepted
     close(sender)
 
 
 def receiver(conn: BlockingConnection, address: str,
-             filters: dict[str, Described] | None = None) -> BlockingReceiver:
-    options = Filter({symbol(k): v for k, v in filters.items()}) if filters else None
-    return conn.create_receiver(address, name=f"it-{uuid.uuid4().hex[:8]}", options=options)
+             filters: dict[str, Described] | None = None, *, name: str | None = None,
+             credit: int | None = None, options: Sequence[LinkOption] = ()) -> BlockingReceiver:
+    """A receiver with these filters (and other ``options``); a fresh name unless ``name``."""
+    every = [*options, *([Filter({symbol(k): v for k, v in filters.items()})] if filters
+                         else [])]
+    return conn.create_receiver(address, name=name or f"it-{uuid.uuid4().hex[:8]}",
+                                credit=credit, options=every or None)
 
 
 def close(link: BlockingSender | BlockingReceiver) -> None:
@@ -133,66 +152,135 @@ def selector_and_sql() -> dict[str, Described]:
             "big": Described(SQL, "n > 1")}
 
 
-class Jolokia:
-    """Artemis management over Jolokia (``/console/jolokia``), enough for these tests."""
+# -- node kinds, durable subscriptions, browsing ------------------------------------------------
 
-    def __init__(self, base_url: str, user: str, password: str) -> None:
-        self.url = base_url.rstrip("/") + "/console/jolokia/"
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        # an Origin Jolokia's default CORS policy allows, in case strict checking is on
-        self.headers = {"Authorization": f"Basic {token}", "Content-Type": "application/json",
-                        "Origin": "http://localhost"}
-        self._broker: str | None = None
+JMS_NO_LOCAL = symbol("apache.org:no-local-filter:list")
+PROPERTIES = symbol("amqp:application-properties-filter")
 
-    def request(self, body: dict[str, Any]) -> Any:
-        data = json.dumps(body).encode()
-        req = urllib.request.Request(self.url, data=data, headers=self.headers, method="POST")
-        with urllib.request.urlopen(req, timeout=10) as response:
-            reply = json.loads(response.read())
-        if reply.get("status") != 200:
-            raise RuntimeError(f"jolokia {body.get('operation', body['type'])}: "
-                               f"{reply.get('error', reply)}")
-        return reply["value"]
 
-    def ping(self) -> bool:
+class Capabilities(LinkOption):
+    """Source capabilities of a receiver (target capabilities of a sender): ``queue`` or
+    ``topic``, as Qpid JMS says which kind of node it means."""
+
+    def __init__(self, *capabilities: str) -> None:
+        self.capabilities = capabilities
+
+    def apply(self, link: Link) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        terminus.capabilities.put_array(False, Data.SYMBOL)
+        terminus.capabilities.enter()
+        for capability in self.capabilities:
+            terminus.capabilities.put_symbol(symbol(capability))
+        terminus.capabilities.exit()
+
+
+QUEUE = Capabilities("queue")
+TOPIC = Capabilities("topic")
+
+
+class Durable(LinkOption):
+    """A durable subscription as Qpid JMS asks for one: unsettled-state durability, expiry
+    never (with ``TOPIC``, a stable link name and a stable container id)."""
+
+    def apply(self, link: Link) -> None:
+        link.source.durability = Terminus.DELIVERIES
+        link.source.expiry_policy = Terminus.EXPIRE_NEVER
+
+
+def connect_as(url: str, container_id: str) -> BlockingConnection:
+    """A connection with a fixed container id (durable subscriptions are named by it)."""
+    return BlockingConnection(url, timeout=30, container_id=container_id)
+
+
+def numbered(count: int, start: int = 0, *, durable: bool = False) -> list[Message]:
+    """Messages id = body = n, colour red for odd n and blue for even n."""
+    return [Message(id=n, body=n, durable=durable,
+                    properties={"colour": "red" if n % 2 else "blue", "n": n})
+            for n in range(start, start + count)]
+
+
+def drain(rcv: BlockingReceiver, quiet: float = 1.0) -> list[Any]:
+    """Receive and accept until ``quiet`` seconds pass without a message; the bodies."""
+    bodies: list[Any] = []
+    while True:
         try:
-            self.broker()
-        except (OSError, RuntimeError, ValueError):
-            return False
-        return True
+            message = rcv.receive(timeout=quiet)
+        except Timeout:
+            return bodies
+        bodies.append(message.body)
+        rcv.accept()
 
-    def broker(self) -> str:
-        """The broker MBean name, e.g. ``org.apache.activemq.artemis:broker="0.0.0.0"``."""
-        if self._broker is None:
-            names = self.request({"type": "search",
-                                  "mbean": "org.apache.activemq.artemis:broker=*"})
-            brokers = [n for n in names if "," not in n.split(":", 1)[1]]
-            if not brokers:
-                raise RuntimeError(f"no Artemis broker MBean among {names}")
-            self._broker = brokers[0]
-        return self._broker
 
-    def exec(self, operation: str, *arguments: Any) -> Any:
-        return self.request({"type": "exec", "mbean": self.broker(), "operation": operation,
-                             "arguments": list(arguments)})
+def browse(conn: BlockingConnection, address: str, quiet: float = 1.0) -> list[Any]:
+    """The bodies a queue holds, read with distribution-mode copy: nothing is consumed."""
+    browser = receiver(conn, address, credit=100, options=[Copy()])
+    try:
+        return drain(browser, quiet)
+    finally:
+        close(browser)
 
-    def create_anycast_queue(self, name: str) -> None:
-        config = {"name": name, "address": name, "routing-type": "ANYCAST", "durable": True,
-                  "auto-create-address": True}
-        self.exec("createQueue(java.lang.String)", json.dumps(config))
 
-    def queue(self, name: str) -> dict[str, Any]:
-        options = json.dumps({"field": "name", "operation": "EQUALS", "value": name})
-        found = json.loads(self.exec("listQueues(java.lang.String,int,int)", options, 1, 10))
-        rows = [row for row in found["data"] if row.get("name") == name]
-        return rows[0] if rows else {}
+def abandon(conn: BlockingConnection) -> None:
+    """Let go of a connection whose peer was killed: wait until the client sees the socket
+    gone, then close (closing first would wait ``timeout`` for a close that never comes)."""
+    with contextlib.suppress(ConnectionException, Timeout):
+        conn.wait(lambda: False, timeout=10)  # ends with ConnectionException once gone
+    with contextlib.suppress(ConnectionException, Timeout):
+        conn.close()
 
-    def consumers(self) -> list[dict[str, Any]]:
-        found = json.loads(self.exec("listConsumers(java.lang.String,int,int)", "", 1, 500))
-        rows: list[dict[str, Any]] = found["data"]
-        return rows
 
-    def consumer_filters(self, queue: str) -> list[str]:
-        """The filter string of every consumer on ``queue`` (empty string: no filter)."""
-        return [str(row.get("filter") or "") for row in self.consumers()
-                if queue in {str(v) for v in row.values()}]
+def detached(rcv: BlockingReceiver, wait: float = 30.0) -> Condition | None:
+    """Wait for the peer to detach ``rcv``; its error (None if it did not detach)."""
+    try:
+        rcv.receive(timeout=wait)
+    except LinkDetached as exc:
+        return exc.link.remote_condition
+    except Timeout:
+        return None
+    raise AssertionError("a message arrived on a link expected to be detached")
+
+
+# -- relay processes and what their console counts ----------------------------------------------
+
+
+class Relays:
+    """The relay processes one test starts (``tests/relay/relay_support.RelayProcess``), each
+    with the console on a free loopback port; all stopped by :meth:`stop_all`."""
+
+    def __init__(self, workdir: Path, upstream: str, *common: str) -> None:
+        self.workdir = workdir
+        self.upstream = upstream
+        self.common = common
+        self.started: list[RelayProcess] = []
+        self.consoles: dict[int, str] = {}
+
+    def start(self, *extra: str) -> RelayProcess:
+        console = f"127.0.0.1:{free_port()}"
+        started = RelayProcess(self.upstream, self.workdir / f"relay{len(self.started) + 1}",
+                               *self.common, "--console", console, *extra)
+        self.started.append(started)
+        self.consoles[id(started)] = console
+        return started
+
+    def links(self, started: RelayProcess) -> dict[str, dict[str, Any]]:
+        """Every relay link the console of ``started`` lists, by link name."""
+        url = f"http://{self.consoles[id(started)]}/api/overview"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            overview = json.loads(response.read())
+        return {link["name"]: link for node in overview["nodes"] for link in node["links"]}
+
+    def received(self, started: RelayProcess, link: str) -> int:
+        """Messages the relay's upstream link for ``link`` has taken from the upstream."""
+        return int(self.links(started)[link]["received"])
+
+    def stop_all(self) -> None:
+        for started in self.started:
+            if started.process.poll() is None:
+                started.stop()
+
+
+def upstream_links(started: RelayProcess, count: int, timeout: float = 30.0) -> None:
+    """Wait until the relay's log shows ``count`` upstream links attached (a topic drops what
+    is published before its subscriptions exist)."""
+    eventually(lambda: started.log().count("upstream link"), lambda n: n >= count,
+               "upstream links attached", timeout)

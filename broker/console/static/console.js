@@ -72,7 +72,7 @@ function renderLinks(state, seconds) {
       el("th", {}, "credit"), el("th", {}, "sent"), el("th", {}, "sent/s"),
       el("th", {}, "unsettled"), el("th", {}, "filters"),
       ...COUNTERS.map((c) => el("th", {}, c.replace("_", " "))), el("th", {}, "evaluated/s"),
-      ...(relay ? [el("th", {}, "pushed down")] : []));
+      ...(relay ? [el("th", {}, "from upstream"), el("th", {}, "pushed down")] : []));
     const rows = node.links.map((link) => {
       const old = before.get(link.id) || {};
       const counters = link.counters || {};
@@ -92,7 +92,8 @@ function renderLinks(state, seconds) {
         el("td", { class: "filters" }, filters),
         ...COUNTERS.map((c) => num(counters[c], { "data-counter": c })),
         num(rate(counters.evaluated, oldCounters.evaluated, seconds)),
-        ...(relay ? [el("td", {}, link.pushed_down ? el("code", {}, link.pushed_down)
+        ...(relay ? [num(link.received, { "data-counter": "received" }),
+                     el("td", {}, link.pushed_down ? el("code", {}, link.pushed_down)
                                                     : el("span", { class: "muted" }, "nothing"))]
                   : []));
     });
