@@ -1,8 +1,31 @@
-"""Shared by the interop tests (a module, not conftest, so imports stay unambiguous)."""
+"""Shared by the interop tests (a module, not conftest, so imports stay unambiguous).
+
+Besides the broker's address: what the compiled client programs (Go's
+go-amqp, Rust's fe2o3-amqp) have in common. They are built once into a cache
+directory, take the same arguments (``PROGRAM HOST:PORT ADDRESS COUNT
+FILTERS_JSON``) and print the same JSON, so one table of filter cases and one
+check serve every stack.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
+import subprocess
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..integration.integration_support import close, connect, send, shapes, take
+
+SQL = 0x0000000000000120
+APPLICATION_PROPERTIES = 0x0000000000000174
+SELECTOR = 0x0000468C00000004
 
 
 @dataclass(frozen=True)
@@ -15,3 +38,117 @@ class BrokerAddress:
     @property
     def url(self) -> str:
         return f"{self.host}:{self.port}"
+
+
+def cache_dir(name: str) -> Path:
+    """``$FILTEX_INTEROP_CACHE/NAME`` (default ``~/.cache/filtex-proton/interop``): builds
+    kept between test sessions, so only the first one pays for compiling a client."""
+    configured = os.environ.get("FILTEX_INTEROP_CACHE")
+    root = Path(configured) if configured else Path.home() / ".cache" / "filtex-proton" / "interop"
+    path = root / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextmanager
+def build_lock(directory: Path) -> Iterator[None]:
+    """One build at a time per cache directory (two test sessions may share it)."""
+    with (directory / ".build.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def download_or_skip(argv: list[str], cwd: Path, env: Mapping[str, str], what: str) -> None:
+    """Fetch a client's pinned dependencies; a registry that cannot be reached skips."""
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    if done.returncode != 0:
+        pytest.skip(f"cannot download {what} (is the registry reachable?): "
+                    f"{done.stderr.strip()[-1500:]}")
+
+
+def build(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
+    """Compile a client whose dependencies are already here: a failure is a test failure."""
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=1200, check=False)
+    assert done.returncode == 0, f"{' '.join(argv)} failed: {done.stderr.strip()[-3000:]}"
+
+
+@dataclass(frozen=True)
+class FilterCase:
+    """A filter set as the client sends it, and the shapes (``shapes()``: n = 0..5,
+    odd n red) it must be given. Each expected list ends with n = 5, the last one
+    sent: a queue keeps its order, so a message the filter wrongly passed would
+    arrive before it and show."""
+
+    name: str
+    filters: tuple[Mapping[str, Any], ...]
+    expected: tuple[int, ...]
+
+    def argument(self) -> str:
+        return json.dumps(list(self.filters))
+
+
+def _filter(key: str, descriptor: str | int, value: Any) -> Mapping[str, Any]:
+    return {"key": key, "descriptor": descriptor, "value": value}
+
+
+#: Cases every stack can express. go-amqp sends a symbolic descriptor only as the
+#: filter's own key, so the symbolic ones use the descriptor as the key.
+CASES = (
+    FilterCase("sql-symbolic-descriptor",
+               (_filter("amqp:sql-filter", "amqp:sql-filter", "colour = 'red' AND n > 2"),),
+               (3, 5)),
+    FilterCase("sql-numeric-descriptor", (_filter("recent", SQL, "n >= 4"),), (4, 5)),
+    FilterCase("jms-selector-numeric-descriptor",
+               (_filter("apache.org:selector-filter:string", SELECTOR, "colour = 'red'"),),
+               (1, 3, 5)),
+    FilterCase("application-properties-and-sql",
+               (_filter("amqp:application-properties-filter",
+                        "amqp:application-properties-filter", {"colour": "red"}),
+                _filter("not-one", SQL, "n <> 1")),
+               (3, 5)),
+    FilterCase("application-properties-numeric-descriptor",
+               (_filter("red", APPLICATION_PROPERTIES, {"colour": "red"}),), (1, 3, 5)),
+)
+
+
+def expected(case: FilterCase) -> dict[str, Any]:
+    """What :func:`filtered_receive` must return for ``case``."""
+    return {
+        "bodies": list(case.expected),
+        "properties": [{"colour": "red" if n % 2 else "blue", "n": n} for n in case.expected],
+        "echoed": {f["key"]: f["value"] for f in case.filters},
+        "rest": [n for n in range(6) if n not in case.expected],
+    }
+
+
+def run_client(program: Path, broker: BrokerAddress, address: str, count: int,
+               filters: str) -> dict[str, Any]:
+    done = subprocess.run([str(program), broker.url, address, str(count), filters],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"{program.name} failed ({done.returncode}): {done.stderr}"
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def filtered_receive(program: Path, broker: BrokerAddress, address: str,
+                     case: FilterCase) -> dict[str, Any]:
+    """Send the six shapes with python-qpid-proton, let the client take what its filter
+    set passes, then take what is left with an unfiltered receiver."""
+    conn = connect(broker.url)
+    try:
+        send(conn, address, shapes())
+        result = run_client(program, broker, address, len(case.expected), case.argument())
+        assert "received" in result, f"the attach was refused: {result}"
+        rest = conn.create_receiver(address)
+        left = take(rest, 6 - len(case.expected))
+        close(rest)
+    finally:
+        conn.close()
+    return {
+        "bodies": [m["body"] for m in result["received"]],
+        "properties": [m["properties"] for m in result["received"]],
+        "echoed": result["echoed"],
+        "rest": left,
+    }

@@ -1,0 +1,76 @@
+"""fe2o3-amqp (Rust, tokio) against filtex-broker.
+
+``rust/src/main.rs`` (its own crate; Cargo.toml pins the versions, Cargo.lock
+the tree) puts each filter on the source with the crate's own
+``Source::builder().add_to_filter(key, Described { descriptor, value })`` and
+prints what fe2o3-amqp saw as JSON. It is built once (a debug build: the
+from-scratch build is about three times quicker than a release one and the
+program does little) into the interop cache directory; needs ``cargo`` with
+Rust 1.85 or later and, the first time, crates.io.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .interop_support import (
+    CASES,
+    SQL,
+    BrokerAddress,
+    FilterCase,
+    build,
+    build_lock,
+    cache_dir,
+    download_or_skip,
+    expected,
+    filtered_receive,
+    run_client,
+)
+
+CRATE = Path(__file__).resolve().parent / "rust"
+
+#: fe2o3-amqp, unlike go-amqp, lets a symbolic descriptor sit under any key.
+RUST_CASES = (*CASES, FilterCase(
+    "sql-symbolic-descriptor-own-key",
+    ({"key": "red-and-late", "descriptor": "amqp:sql-filter",
+      "value": "colour = 'red' AND n > 2"},), (3, 5)))
+
+
+@pytest.fixture(scope="session")
+def rust_program() -> Path:
+    cargo = shutil.which("cargo")
+    if cargo is None:
+        pytest.skip("cargo is not installed (Rust 1.85 or later, e.g. from rustup)")
+    out = cache_dir("rust")
+    env = {**os.environ, "CARGO_TARGET_DIR": str(out / "target")}
+    with build_lock(out):
+        download_or_skip([cargo, "fetch", "--locked"], CRATE, env, "fe2o3-amqp from crates.io")
+        build([cargo, "build", "--locked", "--offline", "--quiet"], CRATE, env)
+    return out / "target" / "debug" / "filtered_receive"
+
+
+@pytest.mark.parametrize("case", RUST_CASES, ids=lambda case: case.name)
+def test_fe2o3_receiver_gets_exactly_the_matches(
+        rust_program: Path, interop_broker: BrokerAddress, address: str,
+        case: FilterCase) -> None:
+    assert filtered_receive(rust_program, interop_broker, address, case) == expected(case)
+
+
+def test_fe2o3_reports_the_refused_attach(rust_program: Path, interop_broker: BrokerAddress,
+                                          address: str) -> None:
+    bad = f'[{{"key": "broken", "descriptor": {SQL}, "value": "colour = = \'red\'"}}]'
+    refused: dict[str, Any] = run_client(rust_program, interop_broker, address, 1, bad)["refused"]
+    # fe2o3-amqp sees the null source, detaches, reads the broker's detach and
+    # returns its error from attach(); any other error variant fails the program.
+    assert refused["type"] == "ReceiverAttachError::RemoteClosedWithError"
+    assert refused["condition"] == "amqp:invalid-field"
+    assert refused["description"].startswith(
+        "filter 'broken' (0x00000000:0x00000120 (amqp:sql-filter)): syntax error")
+    assert "line 1, column 10" in refused["description"]
+    assert refused["info"] == {"field": "filter"}
+    assert "InvalidField" in refused["message"]
