@@ -89,7 +89,7 @@ class FilterCase:
         return json.dumps(list(self.filters))
 
 
-def _filter(key: str, descriptor: str | int, value: Any) -> Mapping[str, Any]:
+def filter_entry(key: str, descriptor: str | int, value: Any) -> Mapping[str, Any]:
     return {"key": key, "descriptor": descriptor, "value": value}
 
 
@@ -97,19 +97,21 @@ def _filter(key: str, descriptor: str | int, value: Any) -> Mapping[str, Any]:
 #: filter's own key, so the symbolic ones use the descriptor as the key.
 CASES = (
     FilterCase("sql-symbolic-descriptor",
-               (_filter("amqp:sql-filter", "amqp:sql-filter", "colour = 'red' AND n > 2"),),
+               (filter_entry("amqp:sql-filter", "amqp:sql-filter", "colour = 'red' AND n > 2"),),
                (3, 5)),
-    FilterCase("sql-numeric-descriptor", (_filter("recent", SQL, "n >= 4"),), (4, 5)),
+    FilterCase("sql-numeric-descriptor", (filter_entry("recent", SQL, "n >= 4"),), (4, 5)),
     FilterCase("jms-selector-numeric-descriptor",
-               (_filter("apache.org:selector-filter:string", SELECTOR, "colour = 'red'"),),
+               (filter_entry("apache.org:selector-filter:string", SELECTOR, "colour = 'red'"),),
                (1, 3, 5)),
     FilterCase("application-properties-and-sql",
-               (_filter("amqp:application-properties-filter",
+               (filter_entry("amqp:application-properties-filter",
                         "amqp:application-properties-filter", {"colour": "red"}),
-                _filter("not-one", SQL, "n <> 1")),
+                filter_entry("not-one", SQL, "n <> 1")),
                (3, 5)),
-    FilterCase("application-properties-numeric-descriptor",
-               (_filter("red", APPLICATION_PROPERTIES, {"colour": "red"}),), (1, 3, 5)),
+    FilterCase("application-properties-numeric-and-true-filter",
+               (filter_entry("red", APPLICATION_PROPERTIES, {"colour": "red"}),
+                filter_entry("amqp:true-filter", "amqp:true-filter", True)),
+               (1, 3, 5)),
 )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from .interop_support import (
+    APPLICATION_PROPERTIES,
     CASES,
     SQL,
     BrokerAddress,
@@ -28,17 +29,37 @@ from .interop_support import (
     cache_dir,
     download_or_skip,
     expected,
+    filter_entry,
     filtered_receive,
     run_client,
 )
 
 CRATE = Path(__file__).resolve().parent / "rust"
 
-#: fe2o3-amqp, unlike go-amqp, lets a symbolic descriptor sit under any key.
-RUST_CASES = (*CASES, FilterCase(
-    "sql-symbolic-descriptor-own-key",
-    ({"key": "red-and-late", "descriptor": "amqp:sql-filter",
-      "value": "colour = 'red' AND n > 2"},), (3, 5)))
+
+
+def _described(descriptor: str | int, value: Any) -> dict[str, Any]:
+    """A described value nested in a filter's value (``rust/src/main.rs`` reads this form)."""
+    return {"described": [descriptor, value]}
+
+
+#: What fe2o3-amqp can send and go-amqp cannot: a symbolic descriptor under a key
+#: of the client's choice, and group filters, whose members are described values
+#: (go-amqp keeps its described type internal).
+RUST_CASES = (
+    *CASES,
+    FilterCase("sql-symbolic-descriptor-own-key",
+               (filter_entry("red-and-late", "amqp:sql-filter", "colour = 'red' AND n > 2"),),
+               (3, 5)),
+    FilterCase("any-filter-of-mixed-descriptors",
+               (filter_entry("five-or-blue", 0x101, [
+                   _described("amqp:sql-filter", "n = 5"),
+                   _described(APPLICATION_PROPERTIES, {"colour": "blue"})]),),
+               (0, 2, 4, 5)),
+    FilterCase("not-filter",
+               (filter_entry("not-blue", "amqp:not-filter", [_described(SQL, "colour = 'blue'")]),),
+               (1, 3, 5)),
+)
 
 
 @pytest.fixture(scope="session")

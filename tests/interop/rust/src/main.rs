@@ -6,7 +6,9 @@
 //! FILTERS_JSON is a list of {"key", "descriptor", "value"} objects; each goes
 //! into the source with the crate's own `Source::builder().add_to_filter(key,
 //! Described { descriptor, value })`, the descriptor a symbol (JSON string) or
-//! a ulong code (JSON number). The receiver takes COUNT messages, accepting
+//! a ulong code (JSON number); inside a value, {"described": [DESCRIPTOR, VALUE]}
+//! is a nested described value (the members of a group filter). The receiver
+//! takes COUNT messages, accepting
 //! each, and prints one JSON object on stdout: {"received": [...], "echoed":
 //! {...}}, or {"refused": {...}} with the attach error as fe2o3-amqp reports it.
 
@@ -58,11 +60,7 @@ async fn run(host_port: &str, address: &str, count: &str, filters: &str) -> Resu
     let mut keys = Vec::new();
     for spec in &specs {
         let key = spec["key"].as_str().ok_or("a filter without a string key")?;
-        let descriptor = match &spec["descriptor"] {
-            Json::String(name) => Descriptor::Name(name.as_str().into()),
-            Json::Number(code) => Descriptor::Code(code.as_u64().ok_or("a descriptor code is a ulong")?),
-            other => return Err(format!("descriptor {other}: neither a symbol nor a code")),
-        };
+        let descriptor = to_descriptor(&spec["descriptor"])?;
         let value = to_amqp(&spec["value"])?;
         source = source.add_to_filter(key, Described { descriptor, value });
         keys.push(key.to_string());
@@ -153,7 +151,21 @@ fn condition_symbol(condition: &definitions::ErrorCondition) -> Result<String, F
     }
 }
 
+fn to_descriptor(descriptor: &Json) -> Result<Descriptor, Failure> {
+    match descriptor {
+        Json::String(name) => Ok(Descriptor::Name(name.as_str().into())),
+        Json::Number(code) => Ok(Descriptor::Code(code.as_u64().ok_or("a descriptor code is a ulong")?)),
+        other => Err(format!("descriptor {other}: neither a symbol nor a code")),
+    }
+}
+
 fn to_amqp(value: &Json) -> Result<Value, Failure> {
+    if let Some(Json::Array(pair)) = value.get("described") {
+        if let [descriptor, inner] = pair.as_slice() {
+            let descriptor = to_descriptor(descriptor)?;
+            return Ok(Value::Described(Box::new(Described { descriptor, value: to_amqp(inner)? })));
+        }
+    }
     Ok(match value {
         Json::Null => Value::Null,
         Json::Bool(b) => Value::Bool(*b),
@@ -189,6 +201,13 @@ fn to_json(value: &Value) -> Json {
         Value::String(s) => json!(s),
         Value::Symbol(s) => json!(s.0),
         Value::List(items) => Json::Array(items.iter().map(to_json).collect()),
+        Value::Described(described) => {
+            let descriptor = match &described.descriptor {
+                Descriptor::Name(name) => json!(name.0),
+                Descriptor::Code(code) => json!(code),
+            };
+            json!({"described": [descriptor, to_json(&described.value)]})
+        }
         Value::Map(entries) => Json::Object(
             entries
                 .iter()
