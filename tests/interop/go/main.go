@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/Azure/go-amqp"
@@ -65,7 +66,9 @@ func main() {
 		fail("COUNT: " + err.Error())
 	}
 	var specs []filterSpec
-	if err := json.Unmarshal([]byte(os.Args[4]), &specs); err != nil {
+	decoder := json.NewDecoder(strings.NewReader(os.Args[4]))
+	decoder.UseNumber()
+	if err := decoder.Decode(&specs); err != nil {
 		fail("FILTERS_JSON: " + err.Error())
 	}
 	options, err := filters(specs)
@@ -101,6 +104,7 @@ func filters(specs []filterSpec) ([]amqp.LinkFilter, error) {
 				return nil, fmt.Errorf("go-amqp sends a symbolic descriptor only as the key itself: %q != %q", name, spec.Key)
 			}
 		}
+		spec.Value = native(spec.Value)
 		selector, isString := spec.Value.(string)
 		if spec.Key == selectorName && code == selectorCode && isString {
 			options = append(options, amqp.NewSelectorFilter(selector))
@@ -109,6 +113,28 @@ func filters(specs []filterSpec) ([]amqp.LinkFilter, error) {
 		}
 	}
 	return options, nil
+}
+
+// native gives JSON numbers the Go types a program would use: a whole number
+// is an int64 (go-amqp encodes it as a long), any other a float64 (a double).
+func native(value any) any {
+	switch v := value.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for key, item := range v {
+			v[key] = native(item)
+		}
+	case []any:
+		for i, item := range v {
+			v[i] = native(item)
+		}
+	}
+	return value
 }
 
 func run(ctx context.Context, hostPort, address string, count int, specs []filterSpec,
