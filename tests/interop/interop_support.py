@@ -12,6 +12,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
+import shutil
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -56,6 +58,20 @@ def build_lock(directory: Path) -> Iterator[None]:
     with (directory / ".build.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         yield
+
+
+def toolchain_or_skip(name: str, version_argv: list[str], minimum: tuple[int, int],
+                      why: str) -> str:
+    """The path of tool ``name``; skip when it is missing or older than ``minimum``."""
+    tool = shutil.which(name)
+    if tool is None:
+        pytest.skip(f"{name} is not installed ({why})")
+    shown = subprocess.run([tool, *version_argv], capture_output=True, text=True, timeout=60,
+                           check=False).stdout
+    found = re.search(r"(\d+)\.(\d+)", shown)
+    if found is None or (int(found[1]), int(found[2])) < minimum:
+        pytest.skip(f"{name} is too old: {shown.strip()!r} ({why})")
+    return tool
 
 
 def download_or_skip(argv: list[str], cwd: Path, env: Mapping[str, str], what: str) -> None:

@@ -9,8 +9,8 @@ once into the interop cache directory (``interop_support.cache_dir``); needs
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,10 @@ from .interop_support import (
     cache_dir,
     download_or_skip,
     expected,
+    filter_entry,
     filtered_receive,
     run_client,
+    toolchain_or_skip,
 )
 
 MODULE = Path(__file__).resolve().parent / "go"
@@ -34,9 +36,7 @@ MODULE = Path(__file__).resolve().parent / "go"
 
 @pytest.fixture(scope="session")
 def go_program() -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("go is not installed (Go 1.19 or later)")
+    go = toolchain_or_skip("go", ["env", "GOVERSION"], (1, 19), "go.mod asks for Go 1.19+")
     out = cache_dir("go")
     env = {**os.environ, "GOFLAGS": "-mod=readonly"}
     with build_lock(out):
@@ -54,8 +54,7 @@ def test_go_amqp_receiver_gets_exactly_the_matches(
 
 def test_go_amqp_reports_the_refused_attach(go_program: Path, interop_broker: BrokerAddress,
                                             address: str) -> None:
-    bad = '[{"key": "amqp:sql-filter", "descriptor": "amqp:sql-filter", ' \
-          '"value": "colour = = \'red\'"}]'
+    bad = json.dumps([filter_entry("amqp:sql-filter", "amqp:sql-filter", "colour = = 'red'")])
     refused: dict[str, Any] = run_client(go_program, interop_broker, address, 1, bad)["refused"]
     # NewReceiver returns the detach's error itself: an *amqp.Error (an alias of
     # go-amqp's internal encoding.Error), after go-amqp saw the null source and
