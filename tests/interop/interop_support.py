@@ -26,6 +26,7 @@ import pytest
 from ..integration.integration_support import close, connect, send, shapes, take
 
 SQL = 0x0000000000000120
+PROPERTIES = 0x0000000000000173
 APPLICATION_PROPERTIES = 0x0000000000000174
 SELECTOR = 0x0000468C00000004
 
@@ -92,14 +93,21 @@ def build(argv: list[str], cwd: Path, env: Mapping[str, str]) -> None:
 
 @dataclass(frozen=True)
 class FilterCase:
-    """A filter set as the client sends it, and the shapes (``shapes()``: n = 0..5,
-    odd n red) it must be given. Each expected list ends with n = 5, the last one
-    sent: a queue keeps its order, so a message the filter wrongly passed would
-    arrive before it and show."""
+    """A filter set as the client sends it, and the shapes (n = 0..5, odd n red) it
+    must be given. Each expected list ends with n = 5, the last one sent: a queue
+    keeps its order, so a message the filter wrongly passed would arrive before it
+    and show.
+
+    The shapes are ``shapes()`` sent with python-qpid-proton, or, with
+    ``client_sends``, the client's own (``--send-shapes``: header priority n;
+    message-id ulong n+1, subject ``order.<n>``, creation-time 1700000000000+n;
+    application properties n as long, int, byte and float), so that the broker
+    evaluates filters on the bytes of another encoder."""
 
     name: str
     filters: tuple[Mapping[str, Any], ...]
     expected: tuple[int, ...]
+    client_sends: bool = False
 
     def argument(self) -> str:
         return json.dumps(list(self.filters))
@@ -131,22 +139,35 @@ CASES = (
                (filter_entry("red", APPLICATION_PROPERTIES, {"colour": "red"}),
                 filter_entry("amqp:true-filter", "amqp:true-filter", True)),
                (1, 3, 5)),
+    FilterCase("client-encoded-messages",
+               (filter_entry("amqp:sql-filter", "amqp:sql-filter",
+                             "h.priority >= 2 AND p.message_id <> 4 AND n32 > 1 AND small < 9"
+                             " AND f > 1.5 AND p.creation_time >= 1700000000002"),
+                filter_entry("orders", PROPERTIES, {"subject": "&p:order."})),
+               (2, 4, 5), client_sends=True),
 )
+
+
+def _application_properties(n: int, client_sends: bool) -> dict[str, Any]:
+    sent: dict[str, Any] = {"colour": "red" if n % 2 else "blue", "n": n}
+    if client_sends:
+        sent.update(n32=n, small=n, f=n + 0.5)
+    return sent
 
 
 def expected(case: FilterCase) -> dict[str, Any]:
     """What :func:`filtered_receive` must return for ``case``."""
     return {
         "bodies": list(case.expected),
-        "properties": [{"colour": "red" if n % 2 else "blue", "n": n} for n in case.expected],
+        "properties": [_application_properties(n, case.client_sends) for n in case.expected],
         "echoed": {f["key"]: f["value"] for f in case.filters},
         "rest": [n for n in range(6) if n not in case.expected],
     }
 
 
 def run_client(program: Path, broker: BrokerAddress, address: str, count: int,
-               filters: str) -> dict[str, Any]:
-    done = subprocess.run([str(program), broker.url, address, str(count), filters],
+               filters: str, *options: str) -> dict[str, Any]:
+    done = subprocess.run([str(program), broker.url, address, str(count), filters, *options],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0, f"{program.name} failed ({done.returncode}): {done.stderr}"
     result: dict[str, Any] = json.loads(done.stdout)
@@ -155,12 +176,14 @@ def run_client(program: Path, broker: BrokerAddress, address: str, count: int,
 
 def filtered_receive(program: Path, broker: BrokerAddress, address: str,
                      case: FilterCase) -> dict[str, Any]:
-    """Send the six shapes with python-qpid-proton, let the client take what its filter
-    set passes, then take what is left with an unfiltered receiver."""
+    """Send the six shapes (python-qpid-proton or the client), let the client take what
+    its filter set passes, then take what is left with an unfiltered receiver."""
     conn = connect(broker.url)
     try:
-        send(conn, address, shapes())
-        result = run_client(program, broker, address, len(case.expected), case.argument())
+        if not case.client_sends:
+            send(conn, address, shapes())
+        result = run_client(program, broker, address, len(case.expected), case.argument(),
+                            *(["--send-shapes"] if case.client_sends else []))
         assert "received" in result, f"the attach was refused: {result}"
         rest = conn.create_receiver(address)
         left = take(rest, 6 - len(case.expected))

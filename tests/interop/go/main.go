@@ -1,7 +1,7 @@
 // A github.com/Azure/go-amqp receiver that attaches with source filters, run by
 // tests/interop/test_interop_go.py against filtex-broker.
 //
-//	filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON
+//	filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON [--send-shapes]
 //
 // FILTERS_JSON is a list of {"key", "descriptor", "value"} objects (the
 // descriptor a symbol as a JSON string or a ulong code as a JSON number), turned
@@ -12,6 +12,9 @@
 // equal its key. The receiver takes COUNT messages, accepting each, and prints
 // one JSON object on stdout: {"received": [...], "echoed": {...}}, or
 // {"refused": {...}} with the attach error as go-amqp returns it.
+//
+// With --send-shapes it first sends six messages encoded by go-amqp (see
+// sendShapes), so the broker evaluates filters on another encoder's bytes.
 package main
 
 import (
@@ -58,8 +61,9 @@ type result struct {
 }
 
 func main() {
-	if len(os.Args) != 5 {
-		fail("usage: filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON")
+	sendFirst := len(os.Args) == 6 && os.Args[5] == "--send-shapes"
+	if len(os.Args) != 5 && !sendFirst {
+		fail("usage: filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON [--send-shapes]")
 	}
 	count, err := strconv.Atoi(os.Args[3])
 	if err != nil {
@@ -77,7 +81,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	out, err := run(ctx, os.Args[1], os.Args[2], count, specs, options)
+	out, err := run(ctx, os.Args[1], os.Args[2], count, specs, options, sendFirst)
 	if err != nil {
 		fail(err.Error())
 	}
@@ -137,8 +141,38 @@ func native(value any) any {
 	return value
 }
 
+// sendShapes sends n = 0..5: body n; header priority n; properties message-id
+// ulong n+1, subject "order.<n>", creation-time 1700000000000+n ms;
+// application properties colour (red for odd n), n (long), n32 (int),
+// small (byte) and f (float n+0.5).
+func sendShapes(ctx context.Context, session *amqp.Session, address string) error {
+	sender, err := session.NewSender(ctx, address, nil)
+	if err != nil {
+		return err
+	}
+	for n := 0; n < 6; n++ {
+		colour, subject := "blue", fmt.Sprintf("order.%d", n)
+		if n%2 == 1 {
+			colour = "red"
+		}
+		created := time.UnixMilli(1700000000000 + int64(n))
+		message := &amqp.Message{
+			Header: &amqp.MessageHeader{Priority: uint8(n)},
+			Properties: &amqp.MessageProperties{
+				MessageID: uint64(n + 1), Subject: &subject, CreationTime: &created},
+			ApplicationProperties: map[string]any{"colour": colour, "n": int64(n),
+				"n32": int32(n), "small": int8(n), "f": float32(n) + 0.5},
+			Value: int64(n),
+		}
+		if err := sender.Send(ctx, message, nil); err != nil {
+			return err
+		}
+	}
+	return sender.Close(ctx)
+}
+
 func run(ctx context.Context, hostPort, address string, count int, specs []filterSpec,
-	options []amqp.LinkFilter) (*result, error) {
+	options []amqp.LinkFilter, sendFirst bool) (*result, error) {
 	conn, err := amqp.Dial(ctx, "amqp://"+hostPort, &amqp.ConnOptions{
 		SASLType: amqp.SASLTypeAnonymous(), ContainerID: "go-amqp-interop"})
 	if err != nil {
@@ -148,6 +182,11 @@ func run(ctx context.Context, hostPort, address string, count int, specs []filte
 	session, err := conn.NewSession(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("session: %w", err)
+	}
+	if sendFirst {
+		if err := sendShapes(ctx, session, address); err != nil {
+			return nil, fmt.Errorf("send: %w", err)
+		}
 	}
 	receiver, err := session.NewReceiver(ctx, address, &amqp.ReceiverOptions{
 		Credit: 10, Filters: options})

@@ -1,7 +1,7 @@
 //! A fe2o3-amqp receiver that attaches with source filters, run by
 //! tests/interop/test_interop_rust.py against filtex-broker.
 //!
-//!     filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON
+//!     filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON [--send-shapes]
 //!
 //! FILTERS_JSON is a list of {"key", "descriptor", "value"} objects; each goes
 //! into the source with the crate's own `Source::builder().add_to_filter(key,
@@ -11,15 +11,21 @@
 //! takes COUNT messages, accepting
 //! each, and prints one JSON object on stdout: {"received": [...], "echoed":
 //! {...}}, or {"refused": {...}} with the attach error as fe2o3-amqp reports it.
+//!
+//! With --send-shapes it first sends six messages encoded by fe2o3-amqp (see
+//! `send_shapes`), so the broker evaluates filters on another encoder's bytes.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use fe2o3_amqp::link::ReceiverAttachError;
+use fe2o3_amqp::session::SessionHandle;
 use fe2o3_amqp::types::definitions;
-use fe2o3_amqp::types::messaging::{Body, Source};
-use fe2o3_amqp::types::primitives::{OrderedMap, SimpleValue, Symbol, Value};
-use fe2o3_amqp::{Connection, Receiver, Session};
+use fe2o3_amqp::types::messaging::{
+    ApplicationProperties, Body, Header, Message, Properties, Source,
+};
+use fe2o3_amqp::types::primitives::{OrderedMap, SimpleValue, Symbol, Timestamp, Value};
+use fe2o3_amqp::{Connection, Receiver, Sender, Session};
 use serde_amqp::described::Described;
 use serde_amqp::descriptor::Descriptor;
 use serde_json::{json, Map, Value as Json};
@@ -28,8 +34,9 @@ type Failure = String;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
-    if args.len() != 5 {
-        eprintln!("usage: filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON");
+    let send_first = args.len() == 6 && args[5] == "--send-shapes";
+    if args.len() != 5 && !send_first {
+        eprintln!("usage: filtered_receive HOST:PORT ADDRESS COUNT FILTERS_JSON [--send-shapes]");
         return ExitCode::from(2);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -37,9 +44,12 @@ fn main() -> ExitCode {
         .build()
         .expect("a tokio runtime");
     let outcome = runtime.block_on(async {
-        tokio::time::timeout(Duration::from_secs(20), run(&args[1], &args[2], &args[3], &args[4]))
-            .await
-            .unwrap_or_else(|_| Err("timed out after 20 s".to_string()))
+        tokio::time::timeout(
+            Duration::from_secs(20),
+            run(&args[1], &args[2], &args[3], &args[4], send_first),
+        )
+        .await
+        .unwrap_or_else(|_| Err("timed out after 20 s".to_string()))
     });
     match outcome {
         Ok(result) => {
@@ -53,13 +63,65 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(host_port: &str, address: &str, count: &str, filters: &str) -> Result<Json, Failure> {
+/// n = 0..5: body n; header priority n; properties message-id ulong n+1, subject
+/// "order.<n>", creation-time 1700000000000+n ms; application properties colour
+/// (red for odd n), n (long), n32 (int), small (byte) and f (float n+0.5).
+async fn send_shapes(session: &mut SessionHandle<()>, address: &str) -> Result<(), Failure> {
+    let mut sender = Sender::attach(session, "fe2o3-shapes", address)
+        .await
+        .map_err(|e| format!("sender: {e:?}"))?;
+    for n in 0..6i64 {
+        let colour = if n % 2 == 1 { "red" } else { "blue" };
+        let message = Message::builder()
+            .header(Header::builder().priority(n as u8).build())
+            .properties(
+                Properties::builder()
+                    .message_id(n as u64 + 1)
+                    .subject(format!("order.{n}"))
+                    .creation_time(Timestamp::from_milliseconds(1_700_000_000_000 + n))
+                    .build(),
+            )
+            .application_properties(
+                ApplicationProperties::builder()
+                    .insert("colour", colour)
+                    .insert("n", SimpleValue::Long(n))
+                    .insert("n32", SimpleValue::Int(n as i32))
+                    .insert("small", SimpleValue::Byte(n as i8))
+                    .insert("f", SimpleValue::Float((n as f32 + 0.5).into()))
+                    .build(),
+            )
+            .value(n)
+            .build();
+        let outcome = sender
+            .send(message)
+            .await
+            .map_err(|e| format!("send: {e:?}"))?;
+        if !outcome.is_accepted() {
+            return Err(format!("message {n} not accepted: {outcome:?}"));
+        }
+    }
+    sender
+        .close()
+        .await
+        .map_err(|e| format!("close sender: {e:?}"))
+}
+
+async fn run(
+    host_port: &str,
+    address: &str,
+    count: &str,
+    filters: &str,
+    send_first: bool,
+) -> Result<Json, Failure> {
     let count: usize = count.parse().map_err(|e| format!("COUNT: {e}"))?;
-    let specs: Vec<Json> = serde_json::from_str(filters).map_err(|e| format!("FILTERS_JSON: {e}"))?;
+    let specs: Vec<Json> =
+        serde_json::from_str(filters).map_err(|e| format!("FILTERS_JSON: {e}"))?;
     let mut source = Source::builder().address(address);
     let mut keys = Vec::new();
     for spec in &specs {
-        let key = spec["key"].as_str().ok_or("a filter without a string key")?;
+        let key = spec["key"]
+            .as_str()
+            .ok_or("a filter without a string key")?;
         let descriptor = to_descriptor(&spec["descriptor"])?;
         let value = to_amqp(&spec["value"])?;
         source = source.add_to_filter(key, Described { descriptor, value });
@@ -70,7 +132,12 @@ async fn run(host_port: &str, address: &str, count: &str, filters: &str) -> Resu
     let mut connection = Connection::open("fe2o3-amqp-interop", url.as_str())
         .await
         .map_err(|e| format!("open: {e:?}"))?;
-    let mut session = Session::begin(&mut connection).await.map_err(|e| format!("begin: {e:?}"))?;
+    let mut session = Session::begin(&mut connection)
+        .await
+        .map_err(|e| format!("begin: {e:?}"))?;
+    if send_first {
+        send_shapes(&mut session, address).await?;
+    }
     let attached = Receiver::builder()
         .name("fe2o3-filtered")
         .source(source.build())
@@ -85,24 +152,37 @@ async fn run(host_port: &str, address: &str, count: &str, filters: &str) -> Resu
                     .recv::<Body<Value>>()
                     .await
                     .map_err(|e| format!("receive after {received:?}: {e:?}"))?;
-                receiver.accept(&delivery).await.map_err(|e| format!("accept: {e:?}"))?;
+                receiver
+                    .accept(&delivery)
+                    .await
+                    .map_err(|e| format!("accept: {e:?}"))?;
                 let body = match delivery.body() {
                     Body::Value(value) => to_json(&value.0),
                     other => json!(format!("{other:?}")),
                 };
                 let properties = match &delivery.message().application_properties {
-                    Some(props) => props.0.iter().map(|(k, v)| (k.clone(), simple_to_json(v))).collect(),
+                    Some(props) => props
+                        .0
+                        .iter()
+                        .map(|(k, v)| (k.clone(), simple_to_json(v)))
+                        .collect(),
                     None => Map::new(),
                 };
                 received.push(json!({"body": body, "properties": properties}));
             }
-            receiver.close().await.map_err(|e| format!("close: {e:?}"))?;
+            receiver
+                .close()
+                .await
+                .map_err(|e| format!("close: {e:?}"))?;
             json!({"received": received, "echoed": echoed})
         }
         Err(error) => json!({"refused": refusal(&error)?}),
     };
     session.end().await.map_err(|e| format!("end: {e:?}"))?;
-    connection.close().await.map_err(|e| format!("close connection: {e:?}"))?;
+    connection
+        .close()
+        .await
+        .map_err(|e| format!("close connection: {e:?}"))?;
     Ok(result)
 }
 
@@ -128,10 +208,19 @@ fn refusal(error: &ReceiverAttachError) -> Result<Json, Failure> {
     let ReceiverAttachError::RemoteClosedWithError(remote) = error else {
         return Err(format!("attach failed without the peer's error: {error:?}"));
     };
-    let definitions::Error { condition, description, info } = remote;
+    let definitions::Error {
+        condition,
+        description,
+        info,
+    } = remote;
     let info: Map<String, Json> = info
         .as_ref()
-        .map(|fields| fields.iter().map(|(k, v)| (k.0.clone(), to_json(v))).collect())
+        .map(|fields| {
+            fields
+                .iter()
+                .map(|(k, v)| (k.0.clone(), to_json(v)))
+                .collect()
+        })
         .unwrap_or_default();
     Ok(json!({
         "type": "ReceiverAttachError::RemoteClosedWithError",
@@ -154,7 +243,9 @@ fn condition_symbol(condition: &definitions::ErrorCondition) -> Result<String, F
 fn to_descriptor(descriptor: &Json) -> Result<Descriptor, Failure> {
     match descriptor {
         Json::String(name) => Ok(Descriptor::Name(name.as_str().into())),
-        Json::Number(code) => Ok(Descriptor::Code(code.as_u64().ok_or("a descriptor code is a ulong")?)),
+        Json::Number(code) => Ok(Descriptor::Code(
+            code.as_u64().ok_or("a descriptor code is a ulong")?,
+        )),
         other => Err(format!("descriptor {other}: neither a symbol nor a code")),
     }
 }
@@ -163,7 +254,10 @@ fn to_amqp(value: &Json) -> Result<Value, Failure> {
     if let Some(Json::Array(pair)) = value.get("described") {
         if let [descriptor, inner] = pair.as_slice() {
             let descriptor = to_descriptor(descriptor)?;
-            return Ok(Value::Described(Box::new(Described { descriptor, value: to_amqp(inner)? })));
+            return Ok(Value::Described(Box::new(Described {
+                descriptor,
+                value: to_amqp(inner)?,
+            })));
         }
     }
     Ok(match value {
@@ -197,6 +291,7 @@ fn to_json(value: &Value) -> Json {
         Value::Short(n) => json!(n),
         Value::Int(n) => json!(n),
         Value::Long(n) => json!(n),
+        Value::Float(n) => json!(n.0),
         Value::Double(n) => json!(n.0),
         Value::String(s) => json!(s),
         Value::Symbol(s) => json!(s.0),
@@ -211,7 +306,14 @@ fn to_json(value: &Value) -> Json {
         Value::Map(entries) => Json::Object(
             entries
                 .iter()
-                .map(|(k, v)| (to_json(k).as_str().map_or_else(|| format!("{k:?}"), String::from), to_json(v)))
+                .map(|(k, v)| {
+                    (
+                        to_json(k)
+                            .as_str()
+                            .map_or_else(|| format!("{k:?}"), String::from),
+                        to_json(v),
+                    )
+                })
                 .collect(),
         ),
         other => json!(format!("{other:?}")),
