@@ -4,8 +4,9 @@
 the tree) puts each filter on the source with the crate's own
 ``Source::builder().add_to_filter(key, Described { descriptor, value })`` and
 prints what fe2o3-amqp saw as JSON. It is built once into the interop cache
-directory, as a debug build: from scratch that costs about 60 % of a release
-build's CPU time (70 s against 115 s here), and the program does little. Needs
+directory, as a debug build without debug info: from scratch that costs about
+60 % of a release build's CPU time (about 70 s against 115 s on these 2 cores),
+and the program does little. Needs
 ``cargo`` with Rust 1.85 or later and, the first time, crates.io.
 """
 
