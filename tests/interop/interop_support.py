@@ -3,8 +3,8 @@
 Besides the broker's address: what the compiled client programs (Go's
 go-amqp, Rust's fe2o3-amqp) have in common. They are built once into a cache
 directory, take the same arguments (``PROGRAM HOST:PORT ADDRESS COUNT
-FILTERS_JSON``) and print the same JSON, so one table of filter cases and one
-check serve every stack.
+FILTERS_JSON [--send-shapes]``) and print the same JSON, so one table of filter
+cases and one check serve every stack.
 """
 
 from __future__ import annotations
@@ -114,6 +114,7 @@ class FilterCase:
 
 
 def filter_entry(key: str, descriptor: str | int, value: Any) -> Mapping[str, Any]:
+    """One filter as the client programs read it (a symbol is a str, a code an int)."""
     return {"key": key, "descriptor": descriptor, "value": value}
 
 
@@ -132,7 +133,7 @@ CASES = (
                (1, 3, 5)),
     FilterCase("application-properties-and-sql",
                (filter_entry("amqp:application-properties-filter",
-                        "amqp:application-properties-filter", {"colour": "red"}),
+                             "amqp:application-properties-filter", {"colour": "red"}),
                 filter_entry("not-one", SQL, "n <> 1")),
                (3, 5)),
     FilterCase("application-properties-numeric-and-true-filter",
