@@ -8,9 +8,10 @@
 //! Described { descriptor, value })`, the descriptor a symbol (JSON string) or
 //! a ulong code (JSON number); inside a value, {"described": [DESCRIPTOR, VALUE]}
 //! is a nested described value (the members of a group filter). The receiver
-//! takes COUNT messages, accepting
-//! each, and prints one JSON object on stdout: {"received": [...], "echoed":
-//! {...}}, or {"refused": {...}} with the attach error as fe2o3-amqp reports it.
+//! takes COUNT messages, accepting each, and prints one JSON object on stdout:
+//! {"received": [...], "echoed": {...}}, or {"refused": {...}} with the attach
+//! error as fe2o3-amqp reports it. It connects without SASL (the crate's default
+//! for a URL without credentials); the Go program uses SASL ANONYMOUS.
 //!
 //! With --send-shapes it first sends six messages encoded by fe2o3-amqp (see
 //! `send_shapes`), so the broker evaluates filters on another encoder's bytes.
