@@ -62,9 +62,10 @@ def build_lock(directory: Path) -> Iterator[None]:
 
 
 def toolchain_or_skip(name: str, version_argv: list[str], minimum: tuple[int, int],
-                      why: str) -> str:
-    """The path of tool ``name``; skip when it is missing or older than ``minimum``."""
-    tool = shutil.which(name)
+                      why: str, *usual: Path) -> str:
+    """The path of tool ``name`` (on PATH, else in one of its ``usual`` directories, for a
+    run whose PATH lacks them); skip when it is missing or older than ``minimum``."""
+    tool = shutil.which(name, path=os.pathsep.join([os.environ.get("PATH", ""), *map(str, usual)]))
     if tool is None:
         pytest.skip(f"{name} is not installed ({why})")
     shown = subprocess.run([tool, *version_argv], capture_output=True, text=True, timeout=60,

@@ -36,7 +36,8 @@ MODULE = Path(__file__).resolve().parent / "go"
 
 @pytest.fixture(scope="session")
 def go_program() -> Path:
-    go = toolchain_or_skip("go", ["env", "GOVERSION"], (1, 19), "go.mod asks for Go 1.19+")
+    go = toolchain_or_skip("go", ["env", "GOVERSION"], (1, 19), "go.mod asks for Go 1.19+",
+                           Path("/usr/local/go/bin"))
     out = cache_dir("go")
     env = {**os.environ, "GOFLAGS": "-mod=readonly"}
     with build_lock(out):

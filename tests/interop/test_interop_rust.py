@@ -65,8 +65,10 @@ RUST_CASES = (
 
 @pytest.fixture(scope="session")
 def rust_program() -> Path:
+    cargo_home = Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo")
     cargo = toolchain_or_skip("cargo", ["--version"], (1, 85),
-                              "fe2o3-amqp 0.18 needs Rust 1.85+, e.g. from rustup")
+                              "fe2o3-amqp 0.18 needs Rust 1.85+, e.g. from rustup",
+                              cargo_home / "bin")
     out = cache_dir("rust")
     env = {**os.environ, "CARGO_TARGET_DIR": str(out / "target")}
     with build_lock(out):
