@@ -1,8 +1,9 @@
 """Interop fixtures: one filtex-broker process on an ephemeral port for the whole directory.
 
 The clients under test are programs we did not write (rhea on Node, Qpid
-Proton C, cli-proton-python); they run as subprocesses against a broker that
-runs the way an operator runs it (``python -m broker``), over real sockets.
+Proton C and C++, cli-proton-python, go-amqp, fe2o3-amqp); they run as
+subprocesses against a broker that runs the way an operator runs it
+(``python -m broker``), over real sockets.
 """
 
 from __future__ import annotations
