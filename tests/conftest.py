@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from upstreams.activemq import ActiveMQ, start_activemq
 from upstreams.artemis import Artemis, start_artemis
 from upstreams.maven import java_missing
 
@@ -28,6 +29,17 @@ def artemis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Artemis]:
     _require_java("ActiveMQ Artemis")
     base = tmp_path_factory.mktemp("artemis")
     node = start_artemis(base, queues=["orders"])
+    yield node
+    node.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ActiveMQ]:
+    """ActiveMQ Classic 5.18 with its default configuration, AMQP only."""
+    _require_java("ActiveMQ Classic")
+    base = tmp_path_factory.mktemp("activemq")
+    node = start_activemq(base)
     yield node
     node.stop()
     shutil.rmtree(base, ignore_errors=True)
