@@ -16,8 +16,8 @@ looked up in :data:`KNOWN_BROKERS`; anything else gets no pushdown (pushing
 nothing is always correct: the relay evaluates the whole filter set itself).
 An unknown product's non-matches are held, not ``modified``: a broker that
 does not honour undeliverable-here may end the session (RabbitMQ 3.10),
-dead-letter or drop the message (later RabbitMQ, ActiveMQ 5), which loses it
-for the other consumers; holding only delays it.
+dead-letter or drop the message (later RabbitMQ; ActiveMQ 5 does both, by the
+message's persistence), which loses it for the other consumers; holding only delays it.
 """
 
 from __future__ import annotations
@@ -61,9 +61,11 @@ KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
                 undeliverable_note="ProtonServerSenderContext rejects the message for that "
                 "consumer only (rejectConsumer) and cancels it back to the queue"),
     KnownBroker("ActiveMQ 5 (Classic)", frozenset({"activemq", "activemq classic"}),
-                True, "evaluates apache.org:selector-filter:string on AMQP links",
+                True, "evaluates apache.org:selector-filter:string on AMQP links (other "
+                "filters it ignores, unechoed)",
                 undeliverable_note="AmqpSender acks undeliverable-here as a poison message: "
-                "it goes to the DLQ, away from the other consumers"),
+                "a persistent one goes to ActiveMQ.DLQ, a non-persistent one is dropped "
+                "(observed, 5.18.3)"),
     KnownBroker("Qpid C++ broker (qpidd)", frozenset({"qpid-cpp"}),
                 True, "evaluates apache.org:selector-filter:string on AMQP 1.0 links",
                 undeliverable_here=True,

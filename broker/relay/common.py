@@ -36,8 +36,9 @@ __all__ = [
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
-PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
-"""RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
+PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/", "topic://")
+"""Addresses where every link reads a copy of its own (a topic, whatever the caps): RabbitMQ's
+``/topic/`` and ``/exchange/``, ActiveMQ Classic's ``topic://`` (its ``topic-prefix``)."""
 BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
 ATTACH_TIMEOUT: Final = 10.0

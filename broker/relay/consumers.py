@@ -60,7 +60,7 @@ class RelayConsumer:
     def __init__(
         self, link: Sender, upstream: UpstreamPort, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
-        browse: bool = False, dynamic: bool = False,
+        browse: bool = False, dynamic: bool = False, durable: Terminus | None = None,
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)
@@ -74,6 +74,9 @@ class RelayConsumer:
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
         self.copies = topic or browse
+        self.durable = durable if topic else None
+        """A durable subscription's source as the client sent it (durability, expiry policy):
+        the upstream subscription is durable too, kept when the link only detaches."""
         """The link reads a copy of its own: non-matches are skipped, never held."""
         self.confirmed = False
         """The upstream granted what a browse or dynamic attach asked for: credit may go."""
@@ -115,7 +118,10 @@ class RelayConsumer:
         session = connection.session()
         session.open()
         self.up_session = session
-        up = session.receiver(f"{self.name}@relay")
+        up = session.receiver(self.upstream_name)
+        if self.durable is not None:
+            up.source.durability = self.durable.durability
+            up.source.expiry_policy = self.durable.expiry_policy
         if self.dynamic:
             up.source.dynamic = True
         else:
@@ -330,8 +336,18 @@ class RelayConsumer:
         lib.pn_delivery_settle(delivery)
         # no top-up: an outcome changes neither the window nor what waits or is held here
 
-    def detach(self) -> int:
-        """The downstream link is gone: give back everything, then close the upstream link."""
+    @property
+    def upstream_name(self) -> str:
+        """The upstream link's name: a durable subscription's names it upstream, so it carries
+        the client's container-id too (all our consumers share one upstream connection)."""
+        if self.durable is None:
+            return f"{self.name}@relay"
+        return f"{self.link.connection.remote_container}:{self.name}@relay"
+
+    def detach(self, *, closed: bool = True) -> int:
+        """The downstream link is gone (``closed``: for good, not only detached): give back
+        everything, then close the upstream link (detach it: a durable subscription's
+        upstream subscription lives on until the client closes its link)."""
         if self.closed:
             return 0
         self.closed = True
@@ -355,7 +371,10 @@ class RelayConsumer:
                 self._settle_up(up_delivery, RELEASED)
             self.upstream.unregister(self.up)
             if self.up.state & Endpoint.LOCAL_ACTIVE:
-                self.up.close()
+                if self.durable is not None and not closed:
+                    self.up.detach()
+                else:
+                    self.up.close()
             if self.up_session is not None:
                 self.upstream.end_session(self.up_session)
         self.unacked.clear()

@@ -187,6 +187,9 @@ class Upstream(Handler):
                 return
         log.info("connecting to upstream %s", self.config.upstream)
         self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
+        # a container-id of its own: ActiveMQ Classic takes it as the JMS client ID and
+        # refuses a second connection with one already connected (amqp:invalid-field)
+        kwargs["container_id"] += "-producers"
         self.producer_connection = self.container.connect(self.config.upstream, handler=self,
                                                           **kwargs)
 
@@ -537,6 +540,7 @@ class Upstream(Handler):
             topic=request.topic or address.startswith(PER_LINK_PREFIXES),
             presettled=presettled, selector=selector,
             held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+            durable=remote if request.durable else None,
         )
         client.consumers.append(consumer)
         self.track(consumer)
