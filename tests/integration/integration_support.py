@@ -1,4 +1,4 @@
-"""Shared by the container tests: the relay process, AMQP client helpers, Artemis's Jolokia."""
+"""Shared by the integration tests: the relay process, AMQP client helpers, Artemis's Jolokia."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from proton import Condition, Described, Message, Timeout, symbol
-from proton.reactor import Filter
+from proton import Condition, Delivery, Described, Message, Timeout, symbol
+from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender, LinkDetached
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,10 +74,12 @@ def connect(url: str, user: str | None = None, password: str | None = None
                               allowed_mechs="PLAIN", allow_insecure_mechs=True)
 
 
-def shapes() -> list[Message]:
-    """Six messages: n = 0..5, odd n red, even n blue."""
-    return [Message(body=n, properties={"colour": "red" if n % 2 else "blue", "n": n})
-            for n in range(6)]
+def shapes(count: int = 6, *, durable: bool = False) -> list[Message]:
+    """``count`` messages: n = 0..count-1, odd n red, even n blue (``durable``: persistent,
+    for a broker restart)."""
+    return [Message(body=n, durable=durable,
+                    properties={"colour": "red" if n % 2 else "blue", "n": n})
+            for n in range(count)]
 
 
 def send(conn: BlockingConnection, address: str, messages: list[Message]) -> None:
@@ -88,9 +90,16 @@ def send(conn: BlockingConnection, address: str, messages: list[Message]) -> Non
 
 
 def receiver(conn: BlockingConnection, address: str,
-             filters: dict[str, Described] | None = None) -> BlockingReceiver:
-    options = Filter({symbol(k): v for k, v in filters.items()}) if filters else None
-    return conn.create_receiver(address, name=f"it-{uuid.uuid4().hex[:8]}", options=options)
+             filters: dict[str, Described] | None = None, *, credit: int | None = None,
+             name: str | None = None, options: list[LinkOption] | None = None
+             ) -> BlockingReceiver:
+    """A receiver with these filters (and further link ``options``, e.g. a durable
+    subscription), granting ``credit`` at once (None: one at a time, as receive asks)."""
+    chosen = list(options or [])
+    if filters:
+        chosen.append(Filter({symbol(k): v for k, v in filters.items()}))
+    return conn.create_receiver(address, name=name or f"it-{uuid.uuid4().hex[:8]}",
+                                options=chosen or None, credit=credit)
 
 
 def close(link: BlockingSender | BlockingReceiver) -> None:
@@ -117,6 +126,25 @@ def take(rcv: BlockingReceiver, count: int) -> list[Any]:
         bodies.append(rcv.receive(timeout=30).body)
         rcv.accept()
     return bodies
+
+
+def drain(rcv: BlockingReceiver, wait: float = 1.0) -> list[Message]:
+    """Receive and accept until ``wait`` seconds pass quietly; the messages, in order."""
+    got = []
+    while True:
+        try:
+            got.append(rcv.receive(timeout=wait))
+        except Timeout:
+            return got
+        rcv.accept()
+
+
+def settle_modified(rcv: BlockingReceiver, *, failed: bool, undeliverable: bool) -> None:
+    """Settle the oldest unsettled message as ``modified`` with these fields."""
+    delivery = rcv.fetcher.unsettled[0]
+    delivery.local.failed = failed
+    delivery.local.undeliverable = undeliverable
+    rcv.settle(Delivery.MODIFIED)
 
 
 def nothing_more(rcv: BlockingReceiver, wait: float = 1.0) -> bool:
