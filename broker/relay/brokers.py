@@ -28,7 +28,7 @@ from typing import Any, Final
 
 __all__ = [
     "KNOWN_BROKERS", "KnownBroker", "NonMatchDecision", "PushdownDecision", "decide_non_match",
-    "decide_pushdown", "identify",
+    "decide_pushdown", "identify", "topic_address",
 ]
 
 SELECTOR_CAPABILITY: Final = "APACHE.ORG:SELECTOR"
@@ -153,6 +153,17 @@ def decide_non_match(mode: str, properties: Mapping[Any, Any] | None) -> NonMatc
 def _property(properties: Mapping[Any, Any] | None, name: str) -> Any:
     """One connection property by name (keys are symbols, or strings from some peers)."""
     return next((v for k, v in (properties or {}).items() if _text(k) == name), None)
+
+
+def topic_address(address: str, properties: Mapping[Any, Any] | None) -> str:
+    """The upstream address of the topic a client names ``address`` with the ``topic``
+    capability: prefixed with the ``topic-prefix`` the open frame announces, where it does
+    (ActiveMQ Classic ignores the capability and reads ``topic://NAME`` as the topic, ``NAME``
+    as a queue; Qpid JMS prefixes the same way)."""
+    prefix = _property(properties, "topic-prefix")
+    if not prefix or address.startswith(_text(prefix)):
+        return address
+    return _text(prefix) + address
 
 
 def identify(properties: Mapping[Any, Any] | None) -> KnownBroker | None:

@@ -69,6 +69,10 @@ class UpstreamPort(Protocol):
     origins: OriginStamp
     non_match_modified: bool
 
+    def topic_address(self, address: str) -> str:
+        """The upstream's address for a topic named with the ``topic`` capability."""
+        ...
+
     def register(self, link: Link, side: UpstreamSide) -> None: ...
 
     def unregister(self, link: Link) -> None: ...

@@ -124,6 +124,8 @@ class RelayConsumer:
             up.source.expiry_policy = self.durable.expiry_policy
         if self.dynamic:
             up.source.dynamic = True
+        elif self.topic and self.address:
+            up.source.address = self.upstream.topic_address(self.address)
         else:
             up.source.address = self.address
         if self.browse:

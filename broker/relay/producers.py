@@ -56,11 +56,12 @@ log = logging.getLogger("filtex.broker.relay")
 class RelayProducer(Producer):
     """A downstream link the broker receives on, forwarded to an upstream sender."""
 
-    __slots__ = ("address", "client_origin", "dynamic", "inflight", "outbox", "up",
+    __slots__ = ("address", "client_origin", "dynamic", "inflight", "outbox", "topic", "up",
                  "up_impl", "up_tags", "upstream")
 
     def __init__(self, link: Receiver, upstream: UpstreamPort, address: str | None, *, origin: int,
-                 registry: Registry, window: int, max_size: int, dynamic: bool = False) -> None:
+                 registry: Registry, window: int, max_size: int, dynamic: bool = False,
+                 topic: bool = False) -> None:
         super().__init__(link, None, origin=origin, registry=registry,
                          make_message=lambda data, origin: upstream.plugin.message(
                              data, origin=origin),
@@ -76,6 +77,8 @@ class RelayProducer(Producer):
         """None: anonymous relay (each message goes to its ``to``), or dynamic, not named yet."""
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
+        self.topic = topic
+        """The target says ``topic``: the upstream may want the address prefixed for it."""
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
@@ -89,7 +92,8 @@ class RelayProducer(Producer):
         if self.dynamic:
             up.target.dynamic = True
         elif self.address is not None:  # else anonymous: each message goes to its own ``to``
-            up.target.address = self.address
+            up.target.address = (self.upstream.topic_address(self.address) if self.topic
+                                 else self.address)
         up.snd_settle_mode = Link.SND_UNSETTLED
         up.open()
         self.up = up

@@ -83,7 +83,13 @@ from proton import (
 from broker.client import ClientConnection
 from broker.loop.engine import impl
 from broker.nodes.registry import Registry
-from broker.relay.brokers import KnownBroker, decide_non_match, decide_pushdown, identify
+from broker.relay.brokers import (
+    KnownBroker,
+    decide_non_match,
+    decide_pushdown,
+    identify,
+    topic_address,
+)
 from broker.relay.common import (
     ANONYMOUS_RELAY,
     ATTACH_TIMEOUT,
@@ -147,6 +153,8 @@ class Upstream(Handler):
         """Marks forwarded messages with their connection, for no-local on the way back."""
         self.offered: frozenset[str] = frozenset()
         """The capabilities the upstream offered in its open frame."""
+        self.properties: dict[Any, Any] = {}
+        """The connection properties of the upstream's open frame."""
         self.links: dict[RelayLink, None] = {}
         self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
         """Our consumers of each upstream queue, indexed by their filters: a message one of
@@ -210,6 +218,7 @@ class Upstream(Handler):
         decision = decide_pushdown(self.config.upstream_selector, names,
                                    connection.remote_properties)
         self.pushdown = decision.pushdown
+        self.properties = dict(connection.remote_properties or {})
         self.product = identify(connection.remote_properties)
         log.info("upstream %s open (offers %s; selector pushdown %s: %s)", self.config.upstream,
                  sorted(names) or "nothing", "on" if self.pushdown else "off", decision.reason)
@@ -422,6 +431,9 @@ class Upstream(Handler):
             relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
 
+    def topic_address(self, address: str) -> str:
+        return topic_address(address, self.properties)
+
     def answer_by(self, relay_link: RelayLink) -> None:
         """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach."""
         if self.container is not None:
@@ -567,7 +579,7 @@ class Upstream(Handler):
         if not request.dynamic:  # a dynamic one is answered with the upstream's node
             link.open()
         producer = RelayProducer(link, self, None if request.dynamic else request.address,
-                                 origin=client.origin, registry=registry,
+                                 topic=request.topic, origin=client.origin, registry=registry,
                                  window=self.config.credit_window,
                                  max_size=self.config.max_message_size, dynamic=request.dynamic)
         client.producers.append(producer)

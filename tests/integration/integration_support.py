@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from proton import Condition, Delivery, Described, Message, Timeout, symbol
+from proton import Condition, Data, Delivery, Described, Message, Timeout, symbol
 from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender, LinkDetached
 
@@ -87,6 +87,21 @@ def send(conn: BlockingConnection, address: str, messages: list[Message]) -> Non
     for message in messages:
         sender.send(message)  # waits for the outcome; raises unless accepted
     close(sender)
+
+
+class Capability(LinkOption):  # type: ignore[misc]  # untyped in python-qpid-proton 0.40
+    """A node capability (``topic``, ``queue``...) on the link's source (a receiver's) or
+    target (a sender's)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def apply(self, link: Any) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        terminus.capabilities.put_array(False, Data.SYMBOL)
+        terminus.capabilities.enter()
+        terminus.capabilities.put_symbol(self.name)
+        terminus.capabilities.exit()
 
 
 def receiver(conn: BlockingConnection, address: str,

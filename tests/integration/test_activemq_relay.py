@@ -31,6 +31,7 @@ from ..relay.relay_support import RelayProcess
 from .integration_support import (
     SELECTOR,
     SQL,
+    Capability,
     close,
     connect,
     drain,
@@ -309,6 +310,41 @@ def test_durable_filtered_subscription_survives_a_relay_restart(
     finally:
         downstream.close()
     assert dead_letters(activemq) == []
+
+
+def test_topic_capability_becomes_activemqs_topic_prefix(
+        activemq: ActiveMQ, relays: list[RelayProcess], tmp_path: Path, queue: str) -> None:
+    """ActiveMQ ignores the ``topic`` capability (``NAME`` with it is the queue ``NAME``); for a
+    client that says ``topic`` the relay addresses ``topic://NAME``, the ``topic-prefix`` of
+    ActiveMQ's open frame, on its consumers' and producers' upstream links."""
+    direct = connect(activemq.url)
+    try:
+        capped = receiver(direct, queue, credit=10, options=[Capability("topic")])
+        send(direct, f"topic://{queue}", [Message(body="to the topic")])
+        send(direct, queue, [Message(body="to the queue")])
+        assert [m.body for m in drain(capped)] == ["to the queue"]
+    finally:
+        direct.close()
+
+    topic = f"{queue}-topic"
+    relay = start(relays, activemq, tmp_path)
+    downstream, direct = client(relay), connect(activemq.url)
+    try:
+        watcher = receiver(direct, f"topic://{topic}", credit=10)
+        sub = receiver(downstream, topic, RED, credit=10, name="capped",
+                       options=[Capability("topic")])
+        upstream_attached(relay, "capped")
+        producer = downstream.create_sender(topic, options=[Capability("topic")])
+        for message in shapes():
+            producer.send(message)
+        assert take(sub, 3) == [1, 3, 5]
+        assert nothing_more(sub)
+        assert [m.body for m in drain(watcher)] == [0, 1, 2, 3, 4, 5]  # published on the topic
+    finally:
+        downstream.close()
+        direct.close()
+    assert f"attached to 'topic://{topic}'" in relay.log()
+    assert left_on(activemq, topic) == []  # nothing reached the queue of that name
 
 
 def test_no_local_across_the_relay(activemq: ActiveMQ, relays: list[RelayProcess],
