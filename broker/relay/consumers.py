@@ -74,10 +74,10 @@ class RelayConsumer:
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
         self.copies = topic or browse
+        """The link reads a copy of its own: non-matches are skipped, never held."""
         self.durable = durable if topic else None
         """A durable subscription's source as the client sent it (durability, expiry policy):
         the upstream subscription is durable too, kept when the link only detaches."""
-        """The link reads a copy of its own: non-matches are skipped, never held."""
         self.confirmed = False
         """The upstream granted what a browse or dynamic attach asked for: credit may go."""
         self.presettled = presettled
