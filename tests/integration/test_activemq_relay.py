@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from proton import ConnectionException, Described, Message, Timeout, symbol
 from proton.reactor import DurableSubscription
-from proton.utils import BlockingConnection
+from proton.utils import BlockingConnection, BlockingReceiver
 
 from broker.relay.brokers import decide_non_match, decide_pushdown, identify
 from upstreams.activemq import DLQ, ActiveMQ
@@ -282,29 +282,39 @@ def test_relay_killed_mid_stream_loses_nothing(
     assert dead_letters(activemq) == []
 
 
-def test_durable_filtered_subscription_survives_a_relay_restart(
+def test_durable_filtered_subscription_survives_the_client_and_the_relay_going(
         activemq: ActiveMQ, relays: list[RelayProcess], tmp_path: Path, queue: str) -> None:
     """A durable subscription through the relay is durable on ActiveMQ: what the topic gets
-    while the relay is down waits there, and the client gets only its matches, once."""
+    while the client is away (its connection closed, the link only detached) or while the relay
+    is down (SIGKILLed) waits there, and the client gets only its matches, once."""
     topic = f"topic://{queue}"
+    batches = shapes(18, durable=True)
     relay = start(relays, activemq, tmp_path)
-    downstream = client(relay, "subscriber")
-    sub = receiver(downstream, topic, RED, credit=10, name="reds",
-                   options=[DurableSubscription()])
+
+    def subscribe() -> tuple[BlockingConnection, BlockingReceiver]:
+        downstream = client(relay, "subscriber")
+        return downstream, receiver(downstream, topic, RED, credit=10, name="reds",
+                                    options=[DurableSubscription()])
+
+    downstream, sub = subscribe()
     upstream_attached(relay, "reds")
-    fill(activemq, topic, shapes(durable=True))
+    fill(activemq, topic, batches[:6])
     assert take(sub, 3) == [1, 3, 5]
+    synced(downstream, topic)
+    downstream.close()  # the link is not closed: the subscription stays
+    fill(activemq, topic, batches[6:12])  # the client is away
+
+    downstream, sub = subscribe()
+    assert [m.body for m in drain(sub, 2.0)] == [7, 9, 11]
     synced(downstream, topic)
     relay.kill()
     gone(downstream)
-    fill(activemq, topic, shapes(6, durable=True))  # the relay is down
+    fill(activemq, topic, batches[12:])  # the relay is down
 
     relay = start(relays, activemq, tmp_path)
-    downstream = client(relay, "subscriber")
+    downstream, sub = subscribe()
     try:
-        sub = receiver(downstream, topic, RED, credit=10, name="reds",
-                       options=[DurableSubscription()])
-        assert [m.body for m in drain(sub, 2.0)] == [1, 3, 5]
+        assert [m.body for m in drain(sub, 2.0)] == [13, 15, 17]
         close(sub)  # closed, not detached: the subscription ends upstream too
     finally:
         downstream.close()
