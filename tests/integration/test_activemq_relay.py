@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from proton import ConnectionException, Described, Message, Timeout, symbol
-from proton.reactor import DurableSubscription
+from proton.reactor import Copy, DurableSubscription
 from proton.utils import BlockingConnection, BlockingReceiver
 
 from broker.relay.brokers import decide_non_match, decide_pushdown, identify
@@ -113,6 +113,16 @@ def left_on(activemq: ActiveMQ, address: str) -> list[Message]:
     direct = connect(activemq.url)
     try:
         return drain(receiver(direct, address, credit=50))
+    finally:
+        direct.close()
+
+
+def browse(activemq: ActiveMQ, address: str) -> list[object]:
+    """The bodies on an ActiveMQ queue, browsed directly (distribution-mode copy)."""
+    direct = connect(activemq.url)
+    try:
+        return [m.body for m in drain(receiver(direct, address, credit=50, options=[Copy()]),
+                                      0.5)]
     finally:
         direct.close()
 
@@ -271,7 +281,9 @@ def test_relay_killed_mid_stream_loses_nothing(
     finally:
         downstream.close()
     assert set(accepted) | {m.body for m in again} == red
-    assert not set(accepted) & {m.body for m in again}, "an accepted message came again"
+    # an accept the killed relay had sent but ActiveMQ had not read (the reset connection
+    # drops it) makes a redelivery: at-least-once, and flagged as one
+    assert all(m.delivery_count >= 1 for m in again if m.body in accepted)
     # ActiveMQ counts a delivery attempt for all it had dispatched to the relay's link: the
     # three in flight downstream and what the relay had taken upstream for its window
     assert {m.body for m in again if m.delivery_count} >= in_flight
@@ -286,7 +298,7 @@ def test_durable_filtered_subscription_survives_the_client_and_the_relay_going(
         activemq: ActiveMQ, relays: list[RelayProcess], tmp_path: Path, queue: str) -> None:
     """A durable subscription through the relay is durable on ActiveMQ: what the topic gets
     while the client is away (its connection closed, the link only detached) or while the relay
-    is down (SIGKILLed) waits there, and the client gets only its matches, once."""
+    is down (SIGKILLed) waits there, and the client gets only its matches."""
     topic = f"topic://{queue}"
     batches = shapes(18, durable=True)
     relay = start(relays, activemq, tmp_path)
@@ -314,7 +326,11 @@ def test_durable_filtered_subscription_survives_the_client_and_the_relay_going(
     relay = start(relays, activemq, tmp_path)
     downstream, sub = subscribe()
     try:
-        assert [m.body for m in drain(sub, 2.0)] == [13, 15, 17]
+        got = drain(sub, 2.0)
+        assert [m.body for m in got if m.body not in (7, 9, 11)] == [13, 15, 17]
+        # at-least-once: an accept the killed relay had sent but ActiveMQ had not read yet
+        # (the reset connection drops it) makes a redelivery, flagged as one
+        assert all(m.delivery_count >= 1 for m in got if m.body in (7, 9, 11))
         close(sub)  # closed, not detached: the subscription ends upstream too
     finally:
         downstream.close()
@@ -392,6 +408,10 @@ def test_activemq_restart_keeps_links_and_durable_messages(
             producer.send(message)
         assert take(red, 3) == [1, 3, 5]
         synced(downstream, queue)
+        # ActiveMQ acks asynchronously: an ack still on its way at the SIGTERM is lost, and the
+        # message redelivered (at-least-once); wait until the three are gone
+        eventually(lambda: browse(activemq, queue), lambda rest: rest == [0, 2, 4],
+                   "ActiveMQ acked the accepted messages")
 
         activemq.process.restart()
         eventually(lambda: relay.log().count("open (offers"), lambda n: n >= 2,
