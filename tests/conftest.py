@@ -17,6 +17,7 @@ from typing import TypeVar
 
 import pytest
 
+from upstreams.activemq import ActiveMQ, start_activemq
 from upstreams.artemis import Artemis, start_artemis
 from upstreams.maven import java_missing
 
@@ -46,6 +47,16 @@ def artemis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Artemis]:
     """ActiveMQ Artemis 2.40 with its default configuration and a queue ``orders``."""
     base = tmp_path_factory.mktemp("artemis")
     node = started("ActiveMQ Artemis", lambda b: start_artemis(b, queues=["orders"]), base)
+    yield node
+    node.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ActiveMQ]:
+    """ActiveMQ Classic 5.18 with its default configuration, AMQP only."""
+    base = tmp_path_factory.mktemp("activemq")
+    node = started("ActiveMQ Classic", start_activemq, base)
     yield node
     node.stop()
     shutil.rmtree(base, ignore_errors=True)

@@ -16,8 +16,8 @@ looked up in :data:`KNOWN_BROKERS`; anything else gets no pushdown (pushing
 nothing is always correct: the relay evaluates the whole filter set itself).
 An unknown product's non-matches are held, not ``modified``: a broker that
 does not honour undeliverable-here may end the session (RabbitMQ 3.10),
-dead-letter or drop the message (later RabbitMQ, ActiveMQ 5), which loses it
-for the other consumers; holding only delays it.
+dead-letter or drop the message (later RabbitMQ; ActiveMQ 5 does both, by the
+message's persistence), which loses it for the other consumers; holding only delays it.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any, Final
 
 __all__ = [
     "KNOWN_BROKERS", "KnownBroker", "NonMatchDecision", "PushdownDecision", "decide_non_match",
-    "decide_pushdown", "identify",
+    "decide_pushdown", "identify", "topic_address",
 ]
 
 SELECTOR_CAPABILITY: Final = "APACHE.ORG:SELECTOR"
@@ -62,9 +62,11 @@ KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
                 "consumer only (rejectConsumer) and cancels it back to the queue (observed "
                 "with 2.40: at once for the other consumers, delivery-count unchanged)"),
     KnownBroker("ActiveMQ 5 (Classic)", frozenset({"activemq", "activemq classic"}),
-                True, "evaluates apache.org:selector-filter:string on AMQP links",
+                True, "evaluates apache.org:selector-filter:string on AMQP links (other "
+                "filters it ignores, unechoed)",
                 undeliverable_note="AmqpSender acks undeliverable-here as a poison message: "
-                "it goes to the DLQ, away from the other consumers"),
+                "a persistent one goes to ActiveMQ.DLQ, a non-persistent one is dropped "
+                "(observed, 5.18.3)"),
     KnownBroker("Qpid C++ broker (qpidd)", frozenset({"qpid-cpp"}),
                 True, "evaluates apache.org:selector-filter:string on AMQP 1.0 links",
                 undeliverable_here=True,
@@ -152,6 +154,17 @@ def decide_non_match(mode: str, properties: Mapping[Any, Any] | None) -> NonMatc
 def _property(properties: Mapping[Any, Any] | None, name: str) -> Any:
     """One connection property by name (keys are symbols, or strings from some peers)."""
     return next((v for k, v in (properties or {}).items() if _text(k) == name), None)
+
+
+def topic_address(address: str, properties: Mapping[Any, Any] | None) -> str:
+    """The upstream address of the topic a client names ``address`` with the ``topic``
+    capability: prefixed with the ``topic-prefix`` the open frame announces, where it does
+    (ActiveMQ Classic ignores the capability and reads ``topic://NAME`` as the topic, ``NAME``
+    as a queue; Qpid JMS prefixes the same way)."""
+    prefix = _property(properties, "topic-prefix")
+    if not prefix or address.startswith(_text(prefix)):
+        return address
+    return _text(prefix) + address
 
 
 def identify(properties: Mapping[Any, Any] | None) -> KnownBroker | None:

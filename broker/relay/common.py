@@ -40,8 +40,9 @@ NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 INVALID_FIELD: Final = "amqp:invalid-field"
 """How brokers refuse a filter they cannot parse (Artemis, ActiveMQ, Qpid Broker-J)."""
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
-PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
-"""RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
+PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/", "topic://")
+"""Addresses where every link reads a copy of its own (a topic, whatever the caps): RabbitMQ's
+``/topic/`` and ``/exchange/``, ActiveMQ Classic's ``topic://`` (its ``topic-prefix``)."""
 NODE_KINDS: Final = frozenset({"queue", "topic"})
 """Terminus capabilities the relay passes upstream: how a client picks a queue or a topic on
 brokers that give one address both (ActiveMQ Artemis creates an address with neither as a
@@ -75,6 +76,10 @@ class UpstreamPort(Protocol):
     plugin: FiltexPlugin
     origins: OriginStamp
     non_match_modified: bool
+
+    def topic_address(self, address: str) -> str:
+        """The upstream's address for a topic named with the ``topic`` capability."""
+        ...
 
     def register(self, link: Link, side: UpstreamSide) -> None: ...
 

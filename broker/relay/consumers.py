@@ -130,6 +130,8 @@ class RelayConsumer:
         up = session.receiver(self.up_name)
         if self.dynamic:
             up.source.dynamic = True
+        elif self.topic and self.address:
+            up.source.address = self.upstream.topic_address(self.address)
         else:
             up.source.address = self.address
         if self.browse:

@@ -80,7 +80,8 @@ class RelayProducer(Producer):
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
         self.capabilities = capabilities
-        """The client's ``queue``/``topic`` target capabilities, passed upstream."""
+        """The client's ``queue``/``topic`` target capabilities, passed upstream (and with
+        ``topic``, the address prefixed where the upstream announces a topic-prefix)."""
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
@@ -94,7 +95,8 @@ class RelayProducer(Producer):
         if self.dynamic:
             up.target.dynamic = True
         elif self.address is not None:  # else anonymous: each message goes to its own ``to``
-            up.target.address = self.address
+            up.target.address = (self.upstream.topic_address(self.address)
+                                 if "topic" in self.capabilities else self.address)
         put_capabilities(up.target.capabilities, self.capabilities)
         up.snd_settle_mode = Link.SND_UNSETTLED
         up.open()

@@ -84,7 +84,13 @@ from proton import (
 from broker.client import ClientConnection
 from broker.loop.engine import impl
 from broker.nodes.registry import Registry
-from broker.relay.brokers import KnownBroker, decide_non_match, decide_pushdown, identify
+from broker.relay.brokers import (
+    KnownBroker,
+    decide_non_match,
+    decide_pushdown,
+    identify,
+    topic_address,
+)
 from broker.relay.common import (
     ANONYMOUS_RELAY,
     ATTACH_TIMEOUT,
@@ -150,6 +156,8 @@ class Upstream(Handler):
         """Marks forwarded messages with their connection, for no-local on the way back."""
         self.offered: frozenset[str] = frozenset()
         """The capabilities the upstream offered in its open frame."""
+        self.properties: dict[Any, Any] = {}
+        """The connection properties of the upstream's open frame."""
         self.links: dict[RelayLink, None] = {}
         self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
         """Our consumers of each upstream queue, indexed by their filters: a message one of
@@ -190,6 +198,9 @@ class Upstream(Handler):
                 return
         log.info("connecting to upstream %s", self.config.upstream)
         self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
+        # a container-id of its own: ActiveMQ Classic takes it as the JMS client ID and
+        # refuses a second connection with one already connected (amqp:invalid-field)
+        kwargs["container_id"] += "-producers"
         self.producer_connection = self.container.connect(self.config.upstream, handler=self,
                                                           **kwargs)
 
@@ -210,6 +221,7 @@ class Upstream(Handler):
         decision = decide_pushdown(self.config.upstream_selector, names,
                                    connection.remote_properties)
         self.pushdown = decision.pushdown
+        self.properties = dict(connection.remote_properties or {})
         self.product = identify(connection.remote_properties)
         log.info("upstream %s open (offers %s; selector pushdown %s: %s)", self.config.upstream,
                  sorted(names) or "nothing", "on" if self.pushdown else "off", decision.reason)
@@ -432,6 +444,9 @@ class Upstream(Handler):
             relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
 
+    def topic_address(self, address: str) -> str:
+        return topic_address(address, self.properties)
+
     def answer_by(self, relay_link: RelayLink) -> None:
         """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach."""
         if self.container is not None:
@@ -556,7 +571,7 @@ class Upstream(Handler):
             held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
             capabilities=node_kind_capabilities(request.capabilities),
             durable=(remote.durability, remote.expiry_policy) if durable else None,
-            up_name=f"{link.name}@{client.container}@relay" if durable else None,
+            up_name=f"{client.container}:{link.name}@relay" if durable else None,
         )
         client.consumers.append(consumer)
         self.track(consumer)

@@ -20,6 +20,7 @@ from proton import (
     Condition,
     ConnectionException,
     Data,
+    Delivery,
     Described,
     Link,
     Message,
@@ -88,10 +89,12 @@ def connect(url: str, user: str | None = None, password: str | None = None
                               allowed_mechs="PLAIN", allow_insecure_mechs=True)
 
 
-def shapes() -> list[Message]:
-    """Six messages: n = 0..5, odd n red, even n blue."""
-    return [Message(body=n, properties={"colour": "red" if n % 2 else "blue", "n": n})
-            for n in range(6)]
+def shapes(count: int = 6, *, durable: bool = False) -> list[Message]:
+    """``count`` messages: n = 0..count-1, odd n red, even n blue (``durable``: persistent,
+    for a broker restart)."""
+    return [Message(body=n, durable=durable,
+                    properties={"colour": "red" if n % 2 else "blue", "n": n})
+            for n in range(count)]
 
 
 def send(conn: BlockingConnection, address: str, messages: list[Message],
@@ -100,6 +103,21 @@ def send(conn: BlockingConnection, address: str, messages: list[Message],
     for message in messages:
         sender.send(message)  # waits for the outcome; raises unless accepted
     close(sender)
+
+
+class Capability(LinkOption):  # type: ignore[misc]  # untyped in python-qpid-proton 0.40
+    """A node capability (``topic``, ``queue``...) on the link's source (a receiver's) or
+    target (a sender's)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def apply(self, link: Any) -> None:
+        terminus = link.source if link.is_receiver else link.target
+        terminus.capabilities.put_array(False, Data.SYMBOL)
+        terminus.capabilities.enter()
+        terminus.capabilities.put_symbol(self.name)
+        terminus.capabilities.exit()
 
 
 def receiver(conn: BlockingConnection, address: str,
@@ -136,6 +154,25 @@ def take(rcv: BlockingReceiver, count: int) -> list[Any]:
         bodies.append(rcv.receive(timeout=30).body)
         rcv.accept()
     return bodies
+
+
+def drain_messages(rcv: BlockingReceiver, wait: float = 1.0) -> list[Message]:
+    """Receive and accept until ``wait`` seconds pass quietly; the messages, in order."""
+    got = []
+    while True:
+        try:
+            got.append(rcv.receive(timeout=wait))
+        except Timeout:
+            return got
+        rcv.accept()
+
+
+def settle_modified(rcv: BlockingReceiver, *, failed: bool, undeliverable: bool) -> None:
+    """Settle the oldest unsettled message as ``modified`` with these fields."""
+    delivery = rcv.fetcher.unsettled[0]
+    delivery.local.failed = failed
+    delivery.local.undeliverable = undeliverable
+    rcv.settle(Delivery.MODIFIED)
 
 
 def nothing_more(rcv: BlockingReceiver, wait: float = 1.0) -> bool:

@@ -1,5 +1,5 @@
 """Relay mode without sockets: the pushdown and non-match decision tables, and the upstream
-settings (TLS, non-match mode)."""
+settings (TLS, non-match mode), the upstream address of a topic."""
 
 from __future__ import annotations
 
@@ -9,7 +9,12 @@ import pytest
 from proton import symbol
 
 from broker.config import ConfigError, load_config
-from broker.relay.brokers import KNOWN_BROKERS, decide_non_match, decide_pushdown
+from broker.relay.brokers import (
+    KNOWN_BROKERS,
+    decide_non_match,
+    decide_pushdown,
+    topic_address,
+)
 
 
 @pytest.mark.parametrize(("product", "version", "pushdown"), [
@@ -143,3 +148,17 @@ def test_a_yes_no_setting_must_say_yes_or_no() -> None:
     with pytest.raises(ConfigError, match="upstream_verify_hostname must be bool"):
         load_config([], env={"FILTEX_UPSTREAM_VERIFY_HOSTNAME": "maybe"})
 
+
+
+@pytest.mark.parametrize(("address", "properties", "upstream"), [
+    ("prices", {symbol("topic-prefix"): "topic://", symbol("product"): "ActiveMQ"},
+     "topic://prices"),
+    ("topic://prices", {symbol("topic-prefix"): "topic://"}, "topic://prices"),
+    ("prices", {"topic-prefix": b"topic://"}, "topic://prices"),
+    ("prices", {symbol("product"): "apache-activemq-artemis"}, "prices"),
+    ("prices", None, "prices"),
+])
+def test_a_topic_gets_the_prefix_the_upstream_announces(
+    address: str, properties: dict[object, object] | None, upstream: str,
+) -> None:
+    assert topic_address(address, properties) == upstream
