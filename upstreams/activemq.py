@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import re
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from xml.sax.saxutils import escape
 
 from .maven import Distribution, unpacked
 from .process import BrokerProcess, free_port
@@ -36,6 +38,9 @@ class ActiveMQ:
 
     process: BrokerProcess
     base: Path
+    user: str | None = None
+    """Anonymous access (no authentication plugin, as shipped): no user, no password."""
+    password: str | None = None
 
     @property
     def port(self) -> int:
@@ -45,13 +50,18 @@ class ActiveMQ:
     def url(self) -> str:
         return f"amqp://127.0.0.1:{self.port}"
 
+    def running(self) -> bool:
+        return self.process.running()
+
     def stop(self) -> None:
         self.process.stop()
 
 
-def start_activemq(base: Path, *, timeout: float = 120.0) -> ActiveMQ:
-    """Make an instance under ``base`` and start it in the foreground; raises RuntimeError
-    if it does not answer AMQP within ``timeout``."""
+def start_activemq(base: Path, *, queues: Sequence[str] = (), timeout: float = 120.0
+                   ) -> ActiveMQ:
+    """Make an instance under ``base`` with these ``queues`` declared (others are created on
+    first use) and start it in the foreground; raises RuntimeError if it does not answer AMQP
+    within ``timeout``."""
     home = unpacked(ACTIVEMQ)
     instance = base / "activemq"
     conf = instance / "conf"
@@ -60,7 +70,7 @@ def start_activemq(base: Path, *, timeout: float = 120.0) -> ActiveMQ:
     for name in ("data", "tmp"):
         (instance / name).mkdir(parents=True, exist_ok=True)
     port = free_port()
-    _amqp_only(conf / "activemq.xml", port)
+    _amqp_only(conf / "activemq.xml", port, queues)
     process = BrokerProcess("ActiveMQ Classic", _command(home, instance), cwd=instance,
                             log=base / "activemq.log", port=port)
     process.start(timeout)
@@ -87,10 +97,18 @@ def _command(home: Path, instance: Path) -> list[str]:
             "-jar", str(home / "bin" / "activemq.jar"), "start"]
 
 
-def _amqp_only(activemq_xml: Path, port: int) -> None:
+def _amqp_only(activemq_xml: Path, port: int, queues: Sequence[str]) -> None:
     """One transport connector, AMQP on ``port`` of the loopback interface, with the
-    distribution's connector options; and no ``jetty.xml`` (the web console, port 8161)."""
+    distribution's connector options; no ``jetty.xml`` (the web console, port 8161); these
+    ``queues`` declared at start-up."""
     text = activemq_xml.read_text()
+    if queues:
+        declared = "".join(f'<queue physicalName="{escape(name, {chr(34): "&quot;"})}"/>'
+                           for name in queues)
+        text, count = re.subn(r"(<broker [^>]*>)", rf"\1\n        <destinations>{declared}"
+                              "</destinations>", text, count=1)
+        if count != 1:
+            raise RuntimeError(f"{activemq_xml} has no broker element")
     connector = (f'<transportConnector name="amqp" '
                  f'uri="amqp://127.0.0.1:{port}?{_CONNECTOR_OPTIONS}"/>')
     text, count = re.subn(r"<transportConnectors>.*?</transportConnectors>",

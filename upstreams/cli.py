@@ -20,6 +20,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
+from .activemq import ACTIVEMQ, start_activemq
 from .artemis import ARTEMIS, start_artemis
 from .maven import Distribution, java_missing
 from .process import Upstream, dying_with_parent
@@ -27,6 +28,7 @@ from .process import Upstream, dying_with_parent
 __all__ = ["main"]
 
 STARTERS: dict[str, tuple[Distribution, Callable[..., Upstream]]] = {
+    "activemq": (ACTIVEMQ, start_activemq),
     "artemis": (ARTEMIS, start_artemis),
 }
 
@@ -37,6 +39,8 @@ EXAMPLES = """examples:
       the same, with the relay's management console (arguments after -- go to filtex-broker)
   python -m upstreams artemis --dir /var/tmp/artemis
       Artemis alone, its instance and journal kept in /var/tmp/artemis
+  python -m upstreams activemq --queue orders --relay 127.0.0.1:5672
+      ActiveMQ Classic (AMQP only, anonymous) with the relay in front of it
 """
 
 
@@ -83,8 +87,10 @@ def _start_relay(listen: str, upstream: Upstream, extra: Sequence[str], workdir:
     ready = workdir / "relay.ready"
     ready.unlink(missing_ok=True)
     command = [sys.executable, "-m", "broker", "--listen", listen, "--ready-file", str(ready),
-               "--upstream", upstream.url, "--upstream-user", upstream.user,
-               "--upstream-password", upstream.password, *extra]
+               "--upstream", upstream.url]
+    if upstream.user is not None and upstream.password is not None:
+        command += ["--upstream-user", upstream.user, "--upstream-password", upstream.password]
+    command += extra
     # The relay logs to our stderr; it gets no terminal signals of its own (a session of its
     # own), so that Ctrl-C reaches it once, from us, in order; it dies with us if we are killed.
     relay = subprocess.Popen(dying_with_parent(command), start_new_session=True)
@@ -106,9 +112,10 @@ def _run(args: argparse.Namespace, workdir: Path, stop: _Stop) -> int:
     upstream = start(workdir, queues=args.queue)
     relay: subprocess.Popen[bytes] | None = None
     try:
-        print(f"{distribution.artifact} {distribution.version}: {upstream.url} "
-              f"(user {upstream.user}, password {upstream.password}; queues: "
-              f"{', '.join(args.queue) or 'none declared'})", flush=True)
+        login = ("anonymous" if upstream.user is None
+                 else f"user {upstream.user}, password {upstream.password}")
+        print(f"{distribution.artifact} {distribution.version}: {upstream.url} ({login}; "
+              f"queues: {', '.join(args.queue) or 'none declared'})", flush=True)
         if args.relay is not None:
             relay = _start_relay(args.relay, upstream, args.relay_args, workdir)
             print(f"filtex-broker relay: amqp://{args.relay} in front of it", flush=True)

@@ -48,16 +48,17 @@ def dying_with_parent(command: Sequence[str]) -> list[str]:
 
 
 class Upstream(Protocol):
-    """What every broker started here offers: where it listens, who may log in, its end."""
+    """What every broker started here offers: where it listens, who may log in (None:
+    anonymous), its end."""
 
     @property
     def url(self) -> str: ...
 
     @property
-    def user(self) -> str: ...
+    def user(self) -> str | None: ...
 
     @property
-    def password(self) -> str: ...
+    def password(self) -> str | None: ...
 
     def running(self) -> bool: ...
 
