@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from upstreams.artemis import Artemis, start_artemis
+from upstreams.brokerj import BrokerJ, start_broker_j
 from upstreams.maven import java_missing
 
 
@@ -28,6 +29,18 @@ def artemis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Artemis]:
     _require_java("ActiveMQ Artemis")
     base = tmp_path_factory.mktemp("artemis")
     node = start_artemis(base, queues=["orders"])
+    yield node
+    node.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def broker_j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerJ]:
+    """Qpid Broker-J 9.2 (BDB store, user ``guest``) with a queue ``orders``; queues named
+    ``filtex-...`` are created on first use (a node auto-creation policy), others are not."""
+    _require_java("Qpid Broker-J")
+    base = tmp_path_factory.mktemp("broker-j")
+    node = start_broker_j(base, queues=["orders"], auto_create="filtex-.*")
     yield node
     node.stop()
     shutil.rmtree(base, ignore_errors=True)

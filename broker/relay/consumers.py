@@ -60,7 +60,7 @@ class RelayConsumer:
     def __init__(
         self, link: Sender, upstream: UpstreamPort, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
-        browse: bool = False, dynamic: bool = False,
+        browse: bool = False, dynamic: bool = False, durable: bool = False,
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)
@@ -75,6 +75,10 @@ class RelayConsumer:
         """The upstream names the node; the downstream attach is answered once it has."""
         self.copies = topic or browse
         """The link reads a copy of its own: non-matches are skipped, never held."""
+        self.durable = durable and topic
+        """A durable topic subscription: the upstream one is durable too, named after the
+        client's container-id and link name, and kept when the link detaches without
+        closing (or the relay goes)."""
         self.confirmed = False
         """The upstream granted what a browse or dynamic attach asked for: credit may go."""
         self.presettled = presettled
@@ -115,7 +119,10 @@ class RelayConsumer:
         session = connection.session()
         session.open()
         self.up_session = session
-        up = session.receiver(f"{self.name}@relay")
+        up = session.receiver(self._upstream_name())
+        if self.durable:  # as the client asked (set on our source from its attach)
+            up.source.durability = self.link.source.durability
+            up.source.expiry_policy = self.link.source.expiry_policy
         if self.dynamic:
             up.source.dynamic = True
         else:
@@ -140,6 +147,14 @@ class RelayConsumer:
         if self.dynamic:
             self.upstream.answer_by(self)
         self._top_up()
+
+    def _upstream_name(self) -> str:
+        """The upstream link's name; a durable subscription's names the subscription upstream
+        (Artemis and Broker-J key it by container-id and link name, and the container-id
+        upstream is the relay's), so it carries the client's container-id as well."""
+        if not self.durable:
+            return f"{self.name}@relay"
+        return f"{self.link.connection.remote_container}:{self.name}@relay"
 
     def upstream_lost(self) -> None:
         """The upstream connection is gone: forget its deliveries (it redelivers them)."""
@@ -330,8 +345,9 @@ class RelayConsumer:
         lib.pn_delivery_settle(delivery)
         # no top-up: an outcome changes neither the window nor what waits or is held here
 
-    def detach(self) -> int:
-        """The downstream link is gone: give back everything, then close the upstream link."""
+    def detach(self, *, closed: bool = True) -> int:
+        """The downstream link is gone: give back everything, then close the upstream link
+        (detach it only, for a durable subscription kept: not ``closed``)."""
         if self.closed:
             return 0
         self.closed = True
@@ -355,7 +371,10 @@ class RelayConsumer:
                 self._settle_up(up_delivery, RELEASED)
             self.upstream.unregister(self.up)
             if self.up.state & Endpoint.LOCAL_ACTIVE:
-                self.up.close()
+                if self.durable and not closed:
+                    self.up.detach()  # the upstream keeps the subscription
+                else:
+                    self.up.close()
             if self.up_session is not None:
                 self.upstream.end_session(self.up_session)
         self.unacked.clear()

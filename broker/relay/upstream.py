@@ -537,6 +537,7 @@ class Upstream(Handler):
             topic=request.topic or address.startswith(PER_LINK_PREFIXES),
             presettled=presettled, selector=selector,
             held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+            durable=request.durable,
         )
         client.consumers.append(consumer)
         self.track(consumer)

@@ -127,6 +127,43 @@ def nothing_more(rcv: BlockingReceiver, wait: float = 1.0) -> bool:
     return False
 
 
+def take_all(rcv: BlockingReceiver, wait: float = 1.0) -> list[Any]:
+    """Receive and accept until ``wait`` passes quietly; the bodies, in arrival order."""
+    bodies = []
+    while True:
+        try:
+            message = rcv.receive(timeout=wait)
+        except Timeout:
+            return bodies
+        bodies.append(message.body)
+        rcv.accept()
+
+
+def take_until(rcv: BlockingReceiver, wanted: set[Any], timeout: float = 30.0) -> list[Any]:
+    """Receive and accept until every body in ``wanted`` has arrived (each wait up to
+    ``timeout``: across an upstream's restart); all bodies received, duplicates included."""
+    bodies: list[Any] = []
+    while not wanted <= set(bodies):
+        bodies.append(rcv.receive(timeout=timeout).body)
+        rcv.accept()
+    return bodies
+
+
+def closed_by_peer(conn: BlockingConnection, address: str,
+                   filters: dict[str, Described] | None = None) -> Condition:
+    """Attach a receiver the peer closes (at once, or just after answering the attach, as a
+    relay does when its upstream refuses); the error condition the client is given."""
+    try:
+        rcv = receiver(conn, address, filters)
+        rcv.receive(timeout=30)
+    except LinkDetached as detached:
+        condition = detached.link.remote_condition
+    else:
+        raise AssertionError(f"the link to {address!r} was not closed")
+    assert condition is not None, "the detach must carry an error"
+    return condition
+
+
 def selector_and_sql() -> dict[str, Described]:
     """The JMS selector can be pushed down; the SQL filter is evaluated by the relay."""
     return {"jms-selector": Described(SELECTOR, "colour = 'red'"),
