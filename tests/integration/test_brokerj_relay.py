@@ -130,6 +130,32 @@ def test_sql_jms_and_property_filters_take_exactly_their_matches(
     assert _left_on(broker_j, queue) == [3]
 
 
+def test_a_rejected_message_comes_back(broker_j: BrokerJ, relay: RelayProcess) -> None:
+    """Broker-J has no dead-letter queue by default and counts ``rejected`` as a failed
+    delivery: the message is back on the queue, for the same consumer too."""
+    queue = _queue()
+    direct = _direct(broker_j)
+    send(direct, queue, shapes())
+    direct.close()
+    downstream = connect(relay.address)
+    try:
+        red = receiver(downstream, queue, {"red": Described(SQL, "colour = 'red'")})
+        first = red.receive(timeout=30)
+        red.reject()
+        assert (first.body, first.delivery_count) == (1, 0)
+        seen = set()
+        for _ in range(3):
+            message = red.receive(timeout=30)
+            seen.add((message.body, message.delivery_count))
+            red.accept()
+        assert seen == {(1, 1), (3, 0), (5, 0)}  # 1 again, its delivery count raised
+        assert nothing_more(red)
+        close(red)
+    finally:
+        downstream.close()
+    assert _left_on(broker_j, queue) == [0, 2, 4]
+
+
 def test_pushdown_keeps_non_matches_away_from_the_relay(
         broker_j: BrokerJ, relay: RelayProcess, tmp_path: Path) -> None:
     """Each relay's link logs what the upstream gave it: sent downstream plus skipped."""
