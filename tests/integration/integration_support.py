@@ -149,21 +149,6 @@ def take_until(rcv: BlockingReceiver, wanted: set[Any], timeout: float = 30.0) -
     return bodies
 
 
-def closed_by_peer(conn: BlockingConnection, address: str,
-                   filters: dict[str, Described] | None = None) -> Condition:
-    """Attach a receiver the peer closes (at once, or just after answering the attach, as a
-    relay does when its upstream refuses); the error condition the client is given."""
-    try:
-        rcv = receiver(conn, address, filters)
-        rcv.receive(timeout=30)
-    except LinkDetached as detached:
-        condition = detached.link.remote_condition
-    else:
-        raise AssertionError(f"the link to {address!r} was not closed")
-    assert condition is not None, "the detach must carry an error"
-    return condition
-
-
 def selector_and_sql() -> dict[str, Described]:
     """The JMS selector can be pushed down; the SQL filter is evaluated by the relay."""
     return {"jms-selector": Described(SELECTOR, "colour = 'red'"),

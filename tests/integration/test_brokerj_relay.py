@@ -19,17 +19,16 @@ from pathlib import Path
 
 import pytest
 from proton import Described, Message, Terminus, symbol
-from proton.reactor import DurableSubscription, Filter, ReceiverOption
+from proton.reactor import DurableSubscription, Filter
 from proton.utils import BlockingConnection, BlockingReceiver
 
-from tests.relay.relay_support import RelayProcess
+from tests.relay.relay_support import RelayProcess, TopicSource
 from upstreams.brokerj import BrokerJ
 
 from .integration_support import (
     SELECTOR,
     SQL,
     close,
-    closed_by_peer,
     connect,
     eventually,
     nothing_more,
@@ -44,13 +43,6 @@ from .integration_support import (
 
 PROPERTIES = symbol("amqp:application-properties-filter")
 NO_LOCAL = Described(symbol("apache.org:no-local-filter:list"), [])
-
-
-class TopicSource(ReceiverOption):
-    """The ``topic`` source capability (what Qpid JMS sends for a topic)."""
-
-    def apply(self, link: object) -> None:
-        link.source.capabilities.put_object(symbol("topic"))  # type: ignore[attr-defined]
 
 
 def _relay(broker_j: BrokerJ, workdir: Path, *extra: str) -> RelayProcess:
@@ -213,15 +205,17 @@ def test_broker_j_refuses_what_the_relay_never_forwards(
     assert f"upstream link '{filtered.link.name}@relay' attached to 'orders'" in log
 
 
-def test_an_upstream_refusal_reaches_the_client(relay: RelayProcess) -> None:
-    """Broker-J creates no queue outside its auto-creation pattern: the relay's upstream
-    attach is refused, and the client's link is closed with Broker-J's error."""
+def test_an_upstream_refusal_is_the_refusal_of_the_clients_attach(relay: RelayProcess) -> None:
+    """Broker-J creates no queue outside its auto-creation pattern: it refuses the relay's
+    upstream attach, and the relay, which answers the client only once Broker-J has answered,
+    refuses the client's attach (null source) with Broker-J's error."""
     downstream = connect(relay.address)
     try:
-        condition = closed_by_peer(downstream, f"unknown-{uuid.uuid4().hex[:8]}")
+        condition = refusal(downstream, f"unknown-{uuid.uuid4().hex[:8]}", {
+            "jms": Described(SELECTOR, "colour = 'red'")})
         assert condition.name == "amqp:not-found"
         assert "Could not find destination" in str(condition.description)
-        # the connection and other links are unharmed
+        # the connection and its other links are unharmed
         assert nothing_more(receiver(downstream, "orders"))
     finally:
         downstream.close()

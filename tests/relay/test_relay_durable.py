@@ -6,22 +6,17 @@ from __future__ import annotations
 
 import time
 
-from proton import Described, Link, Message, symbol
-from proton.reactor import DurableSubscription, Filter, ReceiverOption
+from proton import Described, Message, symbol
+from proton.reactor import DurableSubscription, Filter
 from proton.utils import BlockingConnection, BlockingReceiver
 
 from broker.config import BrokerConfig
 from broker.server import Broker
 
 from .relay_rabbit import free_port
-from .relay_support import RelayFactory, RelayProcess, accepted_ids
+from .relay_support import RelayFactory, RelayProcess, TopicSource, accepted_ids
 
 RED = Filter({symbol("red"): Described(symbol("amqp:sql-filter"), "colour = 'red'")})
-
-
-class TopicSource(ReceiverOption):
-    def apply(self, link: Link) -> None:
-        link.source.capabilities.put_object(symbol("topic"))
 
 
 def _subscribe(relay: RelayProcess) -> tuple[BlockingConnection, BlockingReceiver]:
