@@ -19,6 +19,7 @@ import pytest
 
 from upstreams.activemq import ActiveMQ, start_activemq
 from upstreams.artemis import Artemis, start_artemis
+from upstreams.brokerj import BrokerJ, start_broker_j
 from upstreams.maven import java_missing
 
 T = TypeVar("T")
@@ -57,6 +58,18 @@ def activemq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ActiveMQ]:
     """ActiveMQ Classic 5.18 with its default configuration, AMQP only."""
     base = tmp_path_factory.mktemp("activemq")
     node = started("ActiveMQ Classic", start_activemq, base)
+    yield node
+    node.stop()
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def broker_j(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerJ]:
+    """Qpid Broker-J 9.2 (BDB store, user ``guest``) with a queue ``orders``; queues named
+    ``filtex-...`` are created on first use (a node auto-creation policy), others are not."""
+    base = tmp_path_factory.mktemp("broker-j")
+    node = started("Qpid Broker-J",
+                   lambda b: start_broker_j(b, queues=["orders"], auto_create="filtex-.*"), base)
     yield node
     node.stop()
     shutil.rmtree(base, ignore_errors=True)

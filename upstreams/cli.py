@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from .activemq import ACTIVEMQ, start_activemq
 from .artemis import ARTEMIS, start_artemis
+from .brokerj import BROKER_J, start_broker_j
 from .maven import Distribution, java_missing
 from .process import Upstream, dying_with_parent
 
@@ -30,6 +31,7 @@ __all__ = ["main"]
 STARTERS: dict[str, tuple[Distribution, Callable[..., Upstream]]] = {
     "activemq": (ACTIVEMQ, start_activemq),
     "artemis": (ARTEMIS, start_artemis),
+    "broker-j": (BROKER_J, start_broker_j),
 }
 
 EXAMPLES = """examples:
@@ -41,6 +43,8 @@ EXAMPLES = """examples:
       Artemis alone, its instance and journal kept in /var/tmp/artemis
   python -m upstreams activemq --queue orders --relay 127.0.0.1:5672
       ActiveMQ Classic (AMQP only, anonymous) with the relay in front of it
+  python -m upstreams broker-j --queue orders --relay 127.0.0.1:5672
+      Qpid Broker-J (BDB store, user guest) with the relay in front of it
 """
 
 

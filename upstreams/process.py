@@ -69,23 +69,29 @@ class BrokerProcess:
     """One broker's process: its command, environment and log file; restartable."""
 
     def __init__(self, label: str, command: Sequence[str], *, cwd: Path, log: Path,
-                 port: int, env: Mapping[str, str] | None = None) -> None:
+                 port: int, env: Mapping[str, str] | None = None,
+                 ready_marker: str | None = None) -> None:
         self.label = label
         self.command = list(command)
         self.cwd = cwd
         self.log_path = log
         self.port = port
         self.env = {**os.environ, **(env or {})}
+        self.ready_marker = ready_marker
+        """A log line the broker writes once it serves clients, for brokers whose AMQP port
+        answers before their virtual hosts are up (Broker-J): waited for after the port."""
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 120.0) -> None:
-        """Start the broker and wait until its AMQP listener answers."""
+        """Start the broker and wait until its AMQP listener answers (and its log says
+        ``ready_marker``)."""
+        logged = self.log_path.stat().st_size if self.log_path.exists() else 0
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
                 dying_with_parent(self.command), cwd=self.cwd, env=self.env, stdout=out,
                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + timeout
-        while not amqp_answers(self.port):
+        while not (amqp_answers(self.port) and self._marker_logged(logged)):
             if self.process.poll() is not None:
                 raise RuntimeError(f"{self.label} exited with {self.process.returncode} during "
                                    f"start-up: {self.log_tail()}")
@@ -94,6 +100,13 @@ class BrokerProcess:
                 raise RuntimeError(f"{self.label} did not answer AMQP on port {self.port} in "
                                    f"{timeout:.0f} s: {self.log_tail()}")
             time.sleep(0.25)  # polling the JVM's start-up
+
+    def _marker_logged(self, since: int) -> bool:
+        if self.ready_marker is None:
+            return True
+        with self.log_path.open("rb") as log:
+            log.seek(since)
+            return self.ready_marker.encode() in log.read()
 
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None

@@ -72,7 +72,8 @@ KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
                 undeliverable_here=True,
                 undeliverable_note="tracks undeliverable messages per outgoing link (since "
                 "2016, svn r1750369; older releases reject the message)"),
-    KnownBroker("Qpid Broker-J", frozenset({"qpid-java-broker", "qpid broker-j"}),
+    KnownBroker("Qpid Broker-J", frozenset({"apache qpid broker-j core", "qpid-java-broker",
+                                            "qpid broker-j"}),
                 True, "evaluates apache.org:selector-filter:string (JMS selectors)",
                 undeliverable_here=True,
                 undeliverable_note="ConsumerTarget_1_0 rejects the entry for that consumer and "

@@ -160,7 +160,11 @@ class RelayConsumer:
         self._top_up()
 
     def upstream_lost(self) -> None:
-        """The upstream connection is gone: forget its deliveries (it redelivers them)."""
+        """The upstream connection is gone: forget its deliveries (it redelivers them); a
+        link whose attach waited for the upstream's answer is attached now (its upstream
+        side opens on reconnect, like every other link's)."""
+        if not self.dynamic and not self.closed and self.link.state & Endpoint.LOCAL_UNINIT:
+            self.link.open()
         self.up = None
         self.up_impl = None
         self.up_session = None
@@ -415,15 +419,21 @@ class RelayConsumer:
         close_downstream(self.link, condition)
 
     def upstream_attached(self, up: Link) -> None:
-        """The upstream answered our attach: check it granted what browse or dynamic asked."""
-        if self.up_impl is None or impl(up) != self.up_impl or self.confirmed:
+        """The upstream answered our attach: answer the client's, once what browse or dynamic
+        asked is checked to be granted."""
+        if self.up_impl is None or impl(up) != self.up_impl:
             return
         source = up.remote_source
         if source.type == Terminus.UNSPECIFIED:
             return  # refused: its detach follows (see Upstream._upstream_link_closed)
-        if self.browse and source.distribution_mode != Terminus.DIST_MODE_COPY:
+        if self.browse and not self.confirmed and \
+                source.distribution_mode != Terminus.DIST_MODE_COPY:
             self.upstream_closed(Condition(NOT_IMPLEMENTED, f"relay mode: the upstream does not "
                                            f"browse {self.address!r} (no distribution-mode copy)"))
+            return
+        if not self.dynamic and not self.closed and self.link.state & Endpoint.LOCAL_UNINIT:
+            self.link.open()
+        if self.confirmed:
             return
         if self.dynamic:
             if not source.address:

@@ -557,7 +557,11 @@ class Upstream(Handler):
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         if request.copy:
             source.distribution_mode = Terminus.DIST_MODE_COPY
-        if not request.dynamic:  # a dynamic one is answered with the upstream's node
+        if not request.dynamic and not self.ready:
+            # The upstream is away: attached now, its side opens once it is back. Otherwise the
+            # answer waits for the upstream's, so that its refusal (an unknown node, a filter it
+            # rejects) is the refusal of the client's attach; a dynamic one is answered with
+            # the upstream's node.
             link.open()
         address = request.address or ""
         topic = request.topic or address.startswith(PER_LINK_PREFIXES)

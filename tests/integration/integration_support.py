@@ -183,6 +183,28 @@ def nothing_more(rcv: BlockingReceiver, wait: float = 1.0) -> bool:
     return False
 
 
+def take_all(rcv: BlockingReceiver, wait: float = 1.0) -> list[Any]:
+    """Receive and accept until ``wait`` passes quietly; the bodies, in arrival order."""
+    bodies = []
+    while True:
+        try:
+            message = rcv.receive(timeout=wait)
+        except Timeout:
+            return bodies
+        bodies.append(message.body)
+        rcv.accept()
+
+
+def take_until(rcv: BlockingReceiver, wanted: set[Any], timeout: float = 30.0) -> list[Any]:
+    """Receive and accept until every body in ``wanted`` has arrived (each wait up to
+    ``timeout``: across an upstream's restart); all bodies received, duplicates included."""
+    bodies: list[Any] = []
+    while not wanted <= set(bodies):
+        bodies.append(rcv.receive(timeout=timeout).body)
+        rcv.accept()
+    return bodies
+
+
 def selector_and_sql() -> dict[str, Described]:
     """The JMS selector can be pushed down; the SQL filter is evaluated by the relay."""
     return {"jms-selector": Described(SELECTOR, "colour = 'red'"),

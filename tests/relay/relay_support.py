@@ -13,10 +13,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from proton import Timeout
+from proton import Link, Timeout, symbol
+from proton.reactor import ReceiverOption
 from proton.utils import BlockingReceiver
 
-__all__ = ["RelayFactory", "RelayProcess", "accepted_ids"]
+__all__ = ["RelayFactory", "RelayProcess", "TopicSource", "accepted_ids"]
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +32,13 @@ def accepted_ids(receiver: BlockingReceiver, timeout: float = 2.0) -> list[str]:
             return got
         got.append(str(message.id))
         receiver.accept()
+
+
+class TopicSource(ReceiverOption):
+    """The ``topic`` source capability (what Qpid JMS sends for a topic)."""
+
+    def apply(self, link: Link) -> None:
+        link.source.capabilities.put_object(symbol("topic"))
 
 
 class RelayProcess:

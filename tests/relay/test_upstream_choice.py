@@ -23,6 +23,7 @@ from broker.relay.brokers import (
     ("qpid-cpp", "1.39.0", True),
     ("qpid-java-broker", "9.2.0", True),
     ("Qpid Broker-J", "9.2.0", True),
+    ("Apache Qpid Broker-J Core", "9.2.1", True),  # what 9.2.1 sends (observed)
     ("RabbitMQ", "3.10.8", False),
     ("RabbitMQ", "4.0.5", False),
     ("some-other-broker", "1.0", False),
@@ -72,6 +73,7 @@ def test_every_table_entry_is_reachable_by_its_product_names() -> None:
     ("ActiveMQ", "5.18.3", False),  # undeliverable-here is a poison ack: the DLQ
     ("qpid-cpp", "1.39.0", True),
     ("Qpid Broker-J", "9.2.0", True),
+    ("Apache Qpid Broker-J Core", "9.2.1", True),
     ("RabbitMQ", "3.10.8", False),  # ends the session (observed here)
     ("RabbitMQ", "4.0.5", False),  # dead-letters or drops it
     ("filtex-broker", "0.1.0", True),
