@@ -1,0 +1,74 @@
+"""Qpid JMS 2.10 (the JMS client over AMQP 1.0) against filtex-broker.
+
+One broker process and one JVM for the module: the JVM runs every scenario of
+``java/JmsScenarios.java`` and prints what each consumer received; the tests
+assert exactly which messages arrived (docs/BROKER.md, "Qpid JMS").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ..broker.fault_clients import BrokerProcess
+from .jms_support import SELECTORS, Results, run_scenarios
+
+
+@pytest.fixture(scope="module")
+def results(jms_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Results]:
+    broker = BrokerProcess(Path(tmp_path_factory.mktemp("jms-broker")))
+    url = broker.start()
+    try:
+        yield run_scenarios(jms_classpath, url)
+    finally:
+        assert broker.stop() == 0, broker.log()
+
+
+@pytest.mark.parametrize(("label", "selector", "expected"), SELECTORS,
+                         ids=[label for label, _, _ in SELECTORS])
+@pytest.mark.parametrize("scenario", ["queue-selectors", "topic-selectors"])
+def test_a_selector_gets_exactly_its_matches(results: Results, scenario: str, label: str,
+                                             selector: str, expected: str) -> None:
+    assert results(scenario, label) == expected, selector
+
+
+def test_an_invalid_selector_is_refused_with_the_brokers_reason(results: Results) -> None:
+    """Qpid JMS parses selectors itself (InvalidSelectorException); with that switched off
+    (``jms.validateSelector=false``) the broker's refusal reaches the application."""
+    for kind in ("queue", "topic"):
+        error = results("invalid-selector", kind)
+        assert error.startswith("!JMSException: filter 'jms-selector'"), error
+        assert "syntax error: unexpected '='" in error and "line 1, column 10" in error, error
+        assert error.endswith("[condition = amqp:invalid-field]"), error
+    assert results("invalid-selector", "client-side").startswith(
+        "!InvalidSelectorException: "), "Qpid JMS's own check"
+    assert results("invalid-selector", "after") == "m0,m3", "the session goes on"
+
+
+def test_a_no_local_subscriber_gets_only_other_connections_messages(results: Results) -> None:
+    others = ",".join(f"other-m{k}" for k in range(6))
+    mine = ",".join(f"mine-m{k}" for k in range(6))
+    assert results("no-local", "no-local") == others
+    assert results("no-local", "no-local-red") == "other-m0,other-m3"
+    assert results("no-local", "all") == f"{mine},{others}"
+
+
+@pytest.mark.parametrize("scenario", ["durable-subscriber", "durable-consumer"])
+def test_a_durable_subscription_keeps_what_was_published_while_away(
+        results: Results, scenario: str) -> None:
+    assert results(scenario, "online") == "online-m0,online-m3"
+    assert results(scenario, "resumed") == "away-m0,away-m3"
+    assert results(scenario, "unsubscribe") == "ok"
+    assert results(scenario, "after-unsubscribe") == "-", "unsubscribe ended the subscription"
+
+
+def test_a_browser_with_a_selector_takes_nothing(results: Results) -> None:
+    assert results("browser", "browsed") == "m0,m3"
+    assert results("browser", "consumed") == ",".join(f"m{k}" for k in range(6))
+
+
+def test_request_reply_through_a_temporary_queue(results: Results) -> None:
+    assert results("temporary-queue", "reply") == "pong to ping"
+    assert results("temporary-queue", "correlated") == "true"
