@@ -4,14 +4,17 @@ that ``consumers`` and ``producers`` need not import ``upstream``, which creates
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from proton import (
     Condition,
+    Data,
     Endpoint,
     Handler,
     Link,
     Session,
+    Terminus,
     symbol,
 )
 
@@ -28,15 +31,18 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "NOT_IMPLEMENTED",
-    "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "AttachDeadline", "RelayEnd", "UpstreamPort",
-    "UpstreamSide", "close_downstream",
+    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "NODE_CAPABILITIES",
+    "NOT_IMPLEMENTED", "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "AttachDeadline", "RelayEnd",
+    "UpstreamPort", "UpstreamSide", "close_downstream", "put_capabilities",
 ]
 
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
 PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/")
+NODE_CAPABILITIES: Final = frozenset({"queue", "topic", "temporary-queue", "temporary-topic"})
+"""The source capabilities a consumer's upstream link carries as the client sent them: what
+kind of node the address names (Qpid JMS; Artemis reads them to pick anycast or multicast)."""
 """RabbitMQ addresses where every link reads a copy of its own (a topic, whatever the caps)."""
 BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
@@ -129,3 +135,15 @@ def close_downstream(link: Link, condition: Condition | None) -> None:
     elif link.state & Endpoint.LOCAL_ACTIVE:
         link.condition = condition
         link.close()
+
+
+def put_capabilities(terminus: Terminus, capabilities: Iterable[str]) -> None:
+    """Set a terminus's capabilities (an array of symbols; nothing when there are none)."""
+    names = list(capabilities)
+    if not names:
+        return
+    terminus.capabilities.put_array(False, Data.SYMBOL)
+    terminus.capabilities.enter()
+    for name in names:
+        terminus.capabilities.put_symbol(symbol(name))
+    terminus.capabilities.exit()

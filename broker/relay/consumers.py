@@ -38,6 +38,7 @@ from broker.relay.common import (
     UpstreamPort,
     UpstreamSide,
     close_downstream,
+    put_capabilities,
 )
 from filtex_proton.plugin import (
     FilterMessage,
@@ -60,7 +61,7 @@ class RelayConsumer:
     def __init__(
         self, link: Sender, upstream: UpstreamPort, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
-        browse: bool = False, dynamic: bool = False,
+        browse: bool = False, dynamic: bool = False, capabilities: tuple[str, ...] = (),
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)
@@ -75,8 +76,11 @@ class RelayConsumer:
         """The upstream names the node; the downstream attach is answered once it has."""
         self.copies = topic or browse
         """The link reads a copy of its own: non-matches are skipped, never held."""
+        self.capabilities = capabilities
+        """The client's node capabilities (Qpid JMS ``queue``, ``topic``...), sent upstream."""
         self.confirmed = False
-        """The upstream granted what a browse or dynamic attach asked for: credit may go."""
+        """The upstream granted what a browse or dynamic attach asked for, or attached a topic
+        subscription: credit may go (and a topic's downstream attach is answered)."""
         self.presettled = presettled
         self.selector = selector
         self.held_limit = held_limit
@@ -122,9 +126,11 @@ class RelayConsumer:
             up.source.address = self.address
         if self.browse:
             up.source.distribution_mode = Terminus.DIST_MODE_COPY
-        self.confirmed = not (self.browse or self.dynamic)  # else: see upstream_attached
-        if self.topic:
-            up.source.capabilities.put_object(symbol("topic"))
+        self.confirmed = not (self.browse or self.dynamic or self.topic)  # upstream_attached
+        capabilities = self.capabilities
+        if self.topic and "topic" not in capabilities:
+            capabilities = (*capabilities, "topic")
+        put_capabilities(up.source, capabilities)
         if pushdown and self.selector is not None:
             up.source.filter.put_map()
             up.source.filter.enter()
@@ -375,7 +381,9 @@ class RelayConsumer:
         close_downstream(self.link, condition)
 
     def upstream_attached(self, up: Link) -> None:
-        """The upstream answered our attach: check it granted what browse or dynamic asked."""
+        """The upstream answered our attach: check it granted what browse or dynamic asked; a
+        topic's downstream attach is answered now, when the subscription exists upstream (a
+        client that publishes once its consumer is attached must not publish into nothing)."""
         if self.up_impl is None or impl(up) != self.up_impl or self.confirmed:
             return
         source = up.remote_source
@@ -395,6 +403,8 @@ class RelayConsumer:
             self.link.source.dynamic = True
             self.link.open()
             log.info("relay consumer %r: dynamic upstream node %r", self.name, self.address)
+        elif self.topic and self.link.state & Endpoint.LOCAL_UNINIT:
+            self.link.open()
         self.confirmed = True
         self._top_up()
 

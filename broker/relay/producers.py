@@ -36,6 +36,7 @@ from broker.relay.common import (
     UpstreamPort,
     UpstreamSide,
     close_downstream,
+    put_capabilities,
 )
 from filtex_proton.plugin import (
     DecodeError,
@@ -56,11 +57,12 @@ log = logging.getLogger("filtex.broker.relay")
 class RelayProducer(Producer):
     """A downstream link the broker receives on, forwarded to an upstream sender."""
 
-    __slots__ = ("address", "client_origin", "dynamic", "inflight", "outbox", "up",
+    __slots__ = ("address", "capabilities", "client_origin", "dynamic", "inflight", "outbox", "up",
                  "up_impl", "up_tags", "upstream")
 
     def __init__(self, link: Receiver, upstream: UpstreamPort, address: str | None, *, origin: int,
-                 registry: Registry, window: int, max_size: int, dynamic: bool = False) -> None:
+                 registry: Registry, window: int, max_size: int, dynamic: bool = False,
+                 capabilities: tuple[str, ...] = ()) -> None:
         super().__init__(link, None, origin=origin, registry=registry,
                          make_message=lambda data, origin: upstream.plugin.message(
                              data, origin=origin),
@@ -76,6 +78,9 @@ class RelayProducer(Producer):
         """None: anonymous relay (each message goes to its ``to``), or dynamic, not named yet."""
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
+        self.capabilities = capabilities
+        """The client's node capabilities (Qpid JMS ``queue``, ``temporary-queue``...): Artemis
+        creates an address as the first link to it says (anycast or multicast)."""
         self.up: Sender | None = None
         self.up_impl: Any = None
         self.up_tags = 0
@@ -90,6 +95,7 @@ class RelayProducer(Producer):
             up.target.dynamic = True
         elif self.address is not None:  # else anonymous: each message goes to its own ``to``
             up.target.address = self.address
+        put_capabilities(up.target, self.capabilities)
         up.snd_settle_mode = Link.SND_UNSETTLED
         up.open()
         self.up = up

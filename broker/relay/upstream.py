@@ -89,6 +89,7 @@ from broker.relay.common import (
     ATTACH_TIMEOUT,
     BACKOFF_MAX,
     BACKOFF_MIN,
+    NODE_CAPABILITIES,
     NOT_IMPLEMENTED,
     PER_LINK_PREFIXES,
     AttachDeadline,
@@ -414,9 +415,20 @@ class Upstream(Handler):
                 self._schedule_grace(SESSION_GRACE_MAX, force=True)
             return False
         if isinstance(relay_link, RelayConsumer):
-            relay_link.open_upstream(self.connection, self.session, self.pushdown)
+            relay_link.open_upstream(self.connection, self.session,
+                                     self.pushdown and not self._topic_quirk(relay_link))
         elif self.producer_connection is not None:
             relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
+        return True
+
+    def _topic_quirk(self, consumer: RelayConsumer) -> bool:
+        """The upstream misreads selectors on topic subscriptions (brokers.py): push none."""
+        product = self.product
+        if not consumer.topic or product is None or product.topic_selectors:
+            return False
+        if consumer.selector is not None:
+            log.info("link %r: no pushdown on a topic of %s (it misreads selectors on header "
+                     "fields there)", consumer.name, product.label)
         return True
 
     def answer_by(self, relay_link: RelayLink) -> None:
@@ -507,6 +519,12 @@ class Upstream(Handler):
                     "(durable subscription look-ups by link name are not relayed)")
             return None
         reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
+        if request.durable and request.topic:
+            # Upstream, a durable subscription is named by the connection's container-id (the
+            # relay's, shared by all its clients) and ended when its link closes (the relay
+            # closes a link its client detaches): it would lose messages while pretending.
+            reason = ("relay mode: durable subscriptions are not relayed (use one on the "
+                      "upstream broker directly)")
         if reason is not None:
             refuse(link, NOT_IMPLEMENTED, reason)
             return None
@@ -529,14 +547,15 @@ class Upstream(Handler):
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         if request.copy:
             source.distribution_mode = Terminus.DIST_MODE_COPY
-        if not request.dynamic:  # a dynamic one is answered with the upstream's node
-            link.open()
         address = request.address or ""
+        topic = request.topic or address.startswith(PER_LINK_PREFIXES)
+        if not (request.dynamic or topic):  # those are answered once the upstream attached
+            link.open()
         consumer = RelayConsumer(
             link, self, address, None if link_filter.is_trivial else link_filter,
-            topic=request.topic or address.startswith(PER_LINK_PREFIXES),
-            presettled=presettled, selector=selector,
+            topic=topic, presettled=presettled, selector=selector,
             held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+            capabilities=tuple(sorted(request.capabilities & NODE_CAPABILITIES)),
         )
         client.consumers.append(consumer)
         self.track(consumer)
@@ -565,7 +584,9 @@ class Upstream(Handler):
         producer = RelayProducer(link, self, None if request.dynamic else request.address,
                                  origin=client.origin, registry=registry,
                                  window=self.config.credit_window,
-                                 max_size=self.config.max_message_size, dynamic=request.dynamic)
+                                 max_size=self.config.max_message_size, dynamic=request.dynamic,
+                                 capabilities=tuple(sorted(request.capabilities
+                                                           & NODE_CAPABILITIES)))
         client.producers.append(producer)
         self.track(producer)
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,

@@ -60,6 +60,8 @@ SELECTORS: list[tuple[str, str, str]] = [
     ("string", "colour = 'red'", "m0,m3"),
     ("string-like", "colour LIKE 'b%'", "m1,m4"),
     ("string-none", "colour = 'Red'", "-"),
+    ("delivery-mode", "JMSDeliveryMode = 'PERSISTENT'", "m0,m1,m2,m3,m4,m5"),
+    ("expiration", "JMSExpiration = 0 AND JMSPriority < 4", "m0,m4"),
     ("absent", "nosuch = 1", "-"),
     ("absent-is-null", "nosuch IS NULL AND NOT (colour = 'green')", "m0,m1,m3,m4"),
     ("combined", "JMSPriority > 4 AND colour = 'red' AND flag AND i > 1000", "m3"),
@@ -125,6 +127,11 @@ class Results:
         assert failed is None, f"{scenario} failed: {failed}"
         assert (scenario, label) in self.values, f"no {label} in {scenario}:\n{self.output}"
         return self.values[(scenario, label)]
+
+    def failure(self, scenario: str) -> str:
+        """What ended ``scenario`` early (``!Class: message``)."""
+        assert (scenario, "FAILED") in self.values, f"{scenario} did not fail:\n{self.output}"
+        return self.values[(scenario, "FAILED")]
 
 
 def run_scenarios(classpath: str, url: str, scenarios: tuple[str, ...] = SCENARIOS) -> Results:

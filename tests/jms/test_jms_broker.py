@@ -72,3 +72,9 @@ def test_a_browser_with_a_selector_takes_nothing(results: Results) -> None:
 def test_request_reply_through_a_temporary_queue(results: Results) -> None:
     assert results("temporary-queue", "reply") == "pong to ping"
     assert results("temporary-queue", "correlated") == "true"
+
+
+def test_shared_subscriptions_are_refused_by_the_client(results: Results) -> None:
+    """The broker does not offer SHARED-SUBS, so Qpid JMS refuses before any attach."""
+    assert results.failure("shared-durable") == (
+        "!JMSException: Remote peer does not support shared subscriptions")

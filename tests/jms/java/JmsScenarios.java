@@ -35,6 +35,8 @@ import org.apache.qpid.jms.policy.JmsDefaultMessageIDPolicy;
  */
 public final class JmsScenarios {
     private static final long QUIET_MS = 1500;
+    /** receiveNoWait looks at what has arrived only (by default it drains the link each time). */
+    private static final String LOCAL_ONLY = "?jms.receiveNoWaitLocalOnly=true";
     private static final AtomicLong IDS = new AtomicLong();
     private static String url;
     private static String run;
@@ -107,7 +109,7 @@ public final class JmsScenarios {
 
     /** Selector checks left to the broker (Qpid JMS parses selectors itself by default). */
     static void invalidSelector() throws Exception {
-        try (Connection conn = connect(null, "?jms.validateSelector=false")) {
+        try (Connection conn = connect(null, LOCAL_ONLY + "&jms.validateSelector=false")) {
             Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
             String bad = "colour = = 'red'";
             result("invalid-selector", "queue",
@@ -207,7 +209,7 @@ public final class JmsScenarios {
 
     /** A browser with a selector sees the matches and takes nothing. */
     static void browser() throws Exception {
-        try (Connection conn = connect(null)) {
+        try (Connection conn = connect(null, "")) {  // a browser drains to know it has seen all
             Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
             Queue queue = session.createQueue(run + ".browse");
             sendSix(session, queue, "");
@@ -252,7 +254,7 @@ public final class JmsScenarios {
     // -- helpers -------------------------------------------------------------------------------
 
     static Connection connect(String clientId) throws JMSException {
-        return connect(clientId, "");
+        return connect(clientId, LOCAL_ONLY);
     }
 
     static Connection connect(String clientId, String options) throws JMSException {
