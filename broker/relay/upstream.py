@@ -519,12 +519,12 @@ class Upstream(Handler):
                     "(durable subscription look-ups by link name are not relayed)")
             return None
         reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
-        if request.durable and request.topic:
+        if (request.durable or request.shared) and request.topic:
             # Upstream, a durable subscription is named by the connection's container-id (the
             # relay's, shared by all its clients) and ended when its link closes (the relay
             # closes a link its client detaches): it would lose messages while pretending.
-            reason = ("relay mode: durable subscriptions are not relayed (use one on the "
-                      "upstream broker directly)")
+            reason = ("relay mode: durable and shared subscriptions are not relayed (use "
+                      "one on the upstream broker directly)")
         if reason is not None:
             refuse(link, NOT_IMPLEMENTED, reason)
             return None

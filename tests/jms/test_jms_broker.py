@@ -74,7 +74,19 @@ def test_request_reply_through_a_temporary_queue(results: Results) -> None:
     assert results("temporary-queue", "correlated") == "true"
 
 
-def test_shared_subscriptions_are_refused_by_the_client(results: Results) -> None:
-    """The broker does not offer SHARED-SUBS, so Qpid JMS refuses before any attach."""
-    assert results.failure("shared-durable") == (
-        "!JMSException: Remote peer does not support shared subscriptions")
+def test_a_shared_durable_subscription_shares_and_keeps_what_was_published(
+        results: Results) -> None:
+    """Two connections without client-id on one subscription: each match once; a joiner with
+    another selector is refused while consumers are attached (JMS 2.0 §8.3.4)."""
+    assert results("shared-durable", "online") == "online-m0,online-m3"
+    other = results("shared-durable", "other-selector")
+    assert other.startswith("!JMSException: shared subscription ('', "), other
+    assert other.endswith("has consumers with another selector or filter set "
+                          "[condition = amqp:resource-locked]"), other
+    assert results("shared-durable", "resumed") == "away-m0,away-m3"
+    assert results("shared-durable", "unsubscribe") == "ok"
+    assert results("shared-durable", "after-unsubscribe") == "-"
+
+
+def test_a_shared_non_durable_subscription_shares(results: Results) -> None:
+    assert results("shared-durable", "non-durable") == "volatile-m0,volatile-m3"

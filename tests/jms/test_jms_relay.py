@@ -19,7 +19,7 @@ from ..integration.integration_support import relay
 from .jms_support import SELECTORS, Results, run_scenarios
 
 SCENARIOS = ("queue-selectors", "topic-selectors", "invalid-selector", "no-local",
-             "durable-subscriber", "durable-consumer", "temporary-queue")
+             "durable-subscriber", "durable-consumer", "shared-durable", "temporary-queue")
 
 
 @pytest.fixture(scope="module")
@@ -60,10 +60,16 @@ def test_a_durable_subscription_is_refused_with_the_reason(results: Results,
                                                            scenario: str) -> None:
     """Upstream it would be named by the relay's container-id and end with its link."""
     failure = results.failure(scenario)
-    assert failure == ("!JMSException: relay mode: durable subscriptions are not relayed (use "
-                       "one on the upstream broker directly) [condition = amqp:not-implemented]")
+    assert failure == ("!JMSException: relay mode: durable and shared subscriptions are not "
+                       "relayed (use one on the upstream broker directly) "
+                       "[condition = amqp:not-implemented]")
 
 
-def test_request_reply_through_a_temporary_queue(results: Results) -> None:
-    assert results("temporary-queue", "reply") == "pong to ping"
-    assert results("temporary-queue", "correlated") == "true"
+def test_shared_subscriptions_are_refused(results: Results) -> None:
+    """The relay offers no SHARED-SUBS; Qpid JMS attaches anyway and reports the relay's
+    refusal, or its own verdict if it closes the link before the refusal arrives."""
+    failure = results.failure("shared-durable")
+    assert failure in (
+        "!JMSException: Remote peer does not support shared subscriptions",
+        "!JMSException: relay mode: durable and shared subscriptions are not relayed (use one "
+        "on the upstream broker directly) [condition = amqp:not-implemented]"), failure

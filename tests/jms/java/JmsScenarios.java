@@ -179,31 +179,56 @@ public final class JmsScenarios {
         }
     }
 
-    /** Two connections share one durable subscription: each message goes to one of them. */
+    /**
+     * Two connections share one durable subscription (no client-id: a global one), each message
+     * going to one of them; it keeps what was published while nobody was attached. Then a
+     * shared non-durable subscription with two consumers on one connection.
+     */
     static void sharedDurable() throws Exception {
         String name = run + "-shared";
+        String red = "colour = 'red'";
         Topic topic;
-        List<String> got = new ArrayList<>();
         try (Connection a = connect(null); Connection b = connect(null)) {
             Session sa = a.createSession(false, Session.AUTO_ACKNOWLEDGE);
             Session sb = b.createSession(false, Session.AUTO_ACKNOWLEDGE);
             topic = sa.createTopic(run + ".shared");
-            MessageConsumer ca = sa.createSharedDurableConsumer(topic, name, "colour = 'red'");
-            MessageConsumer cb = sb.createSharedDurableConsumer(topic, name, "colour = 'red'");
+            MessageConsumer ca = sa.createSharedDurableConsumer(topic, name, red);
+            MessageConsumer cb = sb.createSharedDurableConsumer(topic, name, red);
+            try (Connection c = connect(null)) {  // another connection: the broker checks
+                Session sc = c.createSession(false, Session.AUTO_ACKNOWLEDGE);
+                result("shared-durable", "other-selector", attempt(
+                        () -> sc.createSharedDurableConsumer(topic, name, "colour = 'blue'")));
+            }
             sendSix(sa, topic, "online-");
-            got.addAll(drain(List.of(ca, cb)).get(0));
-            got.addAll(drain(List.of(cb)).get(0));
-            result("shared-durable", "online", join(got));
+            List<List<String>> got = drain(List.of(ca, cb));
+            List<String> both = new ArrayList<>(got.get(0));
+            both.addAll(got.get(1));
+            result("shared-durable", "online", join(both));
         }
         try (Connection conn = connect(null)) {
             sendSix(conn.createSession(false, Session.AUTO_ACKNOWLEDGE), topic, "away-");
         }
         try (Connection conn = connect(null)) {
             Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
-            MessageConsumer sub = session.createSharedDurableConsumer(topic, name, "colour = 'red'");
+            MessageConsumer sub = session.createSharedDurableConsumer(topic, name, red);
             report("shared-durable", List.of("resumed"), List.of(sub));
             sub.close();
             result("shared-durable", "unsubscribe", attempt(() -> session.unsubscribe(name)));
+            sendSix(session, topic, "gone-");
+            MessageConsumer fresh = session.createSharedDurableConsumer(topic, name, red);
+            report("shared-durable", List.of("after-unsubscribe"), List.of(fresh));
+            fresh.close();
+            session.unsubscribe(name);
+        }
+        try (Connection conn = connect(run + "-shared-client")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            MessageConsumer c1 = session.createSharedConsumer(topic, name, red);
+            MessageConsumer c2 = session.createSharedConsumer(topic, name, red);
+            sendSix(session, topic, "volatile-");
+            List<List<String>> got = drain(List.of(c1, c2));
+            List<String> both = new ArrayList<>(got.get(0));
+            both.addAll(got.get(1));
+            result("shared-durable", "non-durable", join(both));
         }
     }
 
