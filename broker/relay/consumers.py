@@ -110,6 +110,8 @@ class RelayConsumer:
         self.sent = 0
         self.skipped = 0
         self._tags = 0
+        self.draining = False
+        """A downstream drain is forwarded upstream: answered when the upstream's drain is."""
 
     # -- upstream link ---------------------------------------------------------------
 
@@ -149,6 +151,7 @@ class RelayConsumer:
 
     def upstream_lost(self) -> None:
         """The upstream connection is gone: forget its deliveries (it redelivers them)."""
+        self._drained()
         self.up = None
         self.up_impl = None
         self.up_session = None
@@ -206,7 +209,42 @@ class RelayConsumer:
             self._top_up()
 
     def on_upstream_flow(self) -> None:
-        """The upstream's flow (drain answers) needs nothing from us."""
+        """The upstream's flow: the answer to a drain we forwarded, if we did."""
+        up = self.up_impl
+        if self.draining and (up is None or not lib.pn_link_draining(up)):
+            self._drained()
+
+    def _drain_upstream(self) -> bool:
+        """Forward a downstream drain the relay cannot fill from what it holds: the upstream
+        sends what it has (a QueueBrowser or a receiveNoWait must see what the upstream has,
+        not only what already crossed the relay). False if there is no upstream link."""
+        if self.up_impl is None or self.closed:
+            return False
+        self.draining = True
+        if self.confirmed:  # else once the upstream has answered the attach
+            self._issue_drain()
+        return True
+
+    def _issue_drain(self) -> None:
+        up = self.up_impl
+        have = lib.pn_link_credit(up)
+        more = self.credit - have
+        if not self.copies and not self.upstream.non_match_modified:
+            more = min(more, self.held_limit - len(self.held) - have)  # as _top_up
+        lib.pn_link_drain(up, max(more, 0))
+
+    def _drained(self) -> None:
+        """The upstream answered (or went): send what came, answer the downstream drain."""
+        if not self.draining:
+            return
+        self.draining = False
+        if self.up_impl is not None:
+            lib.pn_link_set_drain(self.up_impl, False)
+        self._pump()
+        if not self.closed and lib.pn_link_get_drain(self.impl):
+            lib.pn_link_drained(self.impl)
+            self.credit = lib.pn_link_credit(self.impl)
+        self._top_up()
 
     def wants(self, message: FilterMessage) -> bool:
         """Whether this link would take a message another consumer does not match."""
@@ -270,7 +308,7 @@ class RelayConsumer:
         """Upstream credit: the downstream consumer's window, minus what waits here for it,
         unless too much is held."""
         up = self.up_impl
-        if up is None or self.closed or not self.confirmed:
+        if up is None or self.closed or not self.confirmed or self.draining:
             return
         want = self.window - len(self.pending)
         if not self.copies and not self.upstream.non_match_modified:
@@ -305,7 +343,9 @@ class RelayConsumer:
         self.credit = credit = lib.pn_link_credit(impl)
         self.window = max(self.window, credit)
         self._pump()
-        if lib.pn_link_get_drain(impl):
+        if lib.pn_link_get_drain(impl) and not self.draining:
+            if self.credit > 0 and self._drain_upstream():
+                return  # answered by _drained
             lib.pn_link_drained(impl)
             self.credit = lib.pn_link_credit(impl)
 
@@ -406,6 +446,8 @@ class RelayConsumer:
         elif self.topic and self.link.state & Endpoint.LOCAL_UNINIT:
             self.link.open()
         self.confirmed = True
+        if self.draining:
+            self._issue_drain()
         self._top_up()
 
     def __repr__(self) -> str:

@@ -69,7 +69,7 @@ SELECTORS: list[tuple[str, str, str]] = [
 
 SCENARIOS = ("queue-selectors", "topic-selectors", "invalid-selector", "no-local",
              "durable-subscriber", "durable-consumer", "shared-durable", "browser",
-             "temporary-queue")
+             "receive-no-wait", "temporary-queue")
 
 
 def java_missing() -> str | None:

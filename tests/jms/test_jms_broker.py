@@ -69,6 +69,11 @@ def test_a_browser_with_a_selector_takes_nothing(results: Results) -> None:
     assert results("browser", "consumed") == ",".join(f"m{k}" for k in range(6))
 
 
+def test_receive_no_wait_drains_what_is_there(results: Results) -> None:
+    """Qpid JMS's receiveNoWait drains the link: it must get what the queue holds."""
+    assert results("receive-no-wait", "got") == "m0,m3"
+
+
 def test_request_reply_through_a_temporary_queue(results: Results) -> None:
     assert results("temporary-queue", "reply") == "pong to ping"
     assert results("temporary-queue", "correlated") == "true"

@@ -19,7 +19,8 @@ from ..integration.integration_support import relay
 from .jms_support import SELECTORS, Results, run_scenarios
 
 SCENARIOS = ("queue-selectors", "topic-selectors", "invalid-selector", "no-local",
-             "durable-subscriber", "durable-consumer", "shared-durable", "temporary-queue")
+             "durable-subscriber", "durable-consumer", "shared-durable", "browser",
+             "receive-no-wait", "temporary-queue")
 
 
 @pytest.fixture(scope="module")

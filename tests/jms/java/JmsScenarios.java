@@ -65,6 +65,7 @@ public final class JmsScenarios {
                     case "durable-consumer" -> durable(true);
                     case "shared-durable" -> sharedDurable();
                     case "browser" -> browser();
+                    case "receive-no-wait" -> receiveNoWait();
                     case "temporary-queue" -> temporaryQueue();
                     default -> throw new IllegalArgumentException("no scenario " + scenario);
                 }
@@ -247,6 +248,21 @@ public final class JmsScenarios {
             }
             result("browser", "browsed", join(seen));
             report("browser", List.of("consumed"), List.of(session.createConsumer(queue)));
+        }
+    }
+
+    /** receiveNoWait as Qpid JMS does it by default: each call drains the link (a pull). */
+    static void receiveNoWait() throws Exception {
+        try (Connection conn = connect(null, "")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Queue queue = session.createQueue(run + ".nowait");
+            sendSix(session, queue, "");
+            MessageConsumer consumer = session.createConsumer(queue, "colour = 'red'");
+            List<String> got = new ArrayList<>();
+            for (Message m = consumer.receiveNoWait(); m != null; m = consumer.receiveNoWait()) {
+                got.add(((TextMessage) m).getText());
+            }
+            result("receive-no-wait", "got", join(got));
         }
     }
 
