@@ -291,7 +291,7 @@ class LinkManager:
     def detach(self, state: Attached, client: ClientConnection | None, *, closed: bool) -> None:
         """The link is detached (``closed``: for good) or its connection is gone."""
         if isinstance(state, RelayConsumer | RelayProducer):
-            self._detach_relay(state, client)
+            self._detach_relay(state, client, closed=closed)
             return
         if isinstance(state, Consumer):
             if state.closed:
@@ -330,12 +330,12 @@ class LinkManager:
 
     @staticmethod
     def _detach_relay(
-        state: RelayConsumer | RelayProducer, client: ClientConnection | None
+        state: RelayConsumer | RelayProducer, client: ClientConnection | None, *, closed: bool
     ) -> None:
         if state.closed:
             return
         if isinstance(state, RelayConsumer):
-            returned = state.detach()
+            returned = state.detach(closed)
             if client is not None and state in client.consumers:
                 client.consumers.remove(state)
             stats = state.filter.filter_set.stats if state.filter is not None else None

@@ -62,6 +62,7 @@ class RelayConsumer:
         self, link: Sender, upstream: UpstreamPort, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
         browse: bool = False, dynamic: bool = False, capabilities: tuple[str, ...] = (),
+        durable_as: str | None = None, lookup: bool = False,
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)
@@ -78,6 +79,11 @@ class RelayConsumer:
         """The link reads a copy of its own: non-matches are skipped, never held."""
         self.capabilities = capabilities
         """The client's node capabilities (Qpid JMS ``queue``, ``topic``...), sent upstream."""
+        self.durable_as = durable_as
+        """A durable subscription (or its look-up): the upstream link's name, which names it
+        upstream (under the relay's container-id): the client's container-id and link name."""
+        self.lookup = lookup
+        """A source-less attach (Qpid JMS's unsubscribe): answered with the upstream's source."""
         self.confirmed = False
         """The upstream granted what a browse or dynamic attach asked for, or attached a topic
         subscription: credit may go (and a topic's downstream attach is answered)."""
@@ -121,16 +127,21 @@ class RelayConsumer:
         session = connection.session()
         session.open()
         self.up_session = session
-        up = session.receiver(f"{self.name}@relay")
+        up = session.receiver(self.durable_as or f"{self.name}@relay")
         if self.dynamic:
             up.source.dynamic = True
+        elif self.lookup:
+            up.source.type = Terminus.UNSPECIFIED  # a null source: look it up by link name
         else:
             up.source.address = self.address
+        if self.durable_as is not None and not self.lookup:
+            up.source.durability = self.link.remote_source.durability
+            up.source.expiry_policy = self.link.remote_source.expiry_policy
         if self.browse:
             up.source.distribution_mode = Terminus.DIST_MODE_COPY
-        self.confirmed = not (self.browse or self.dynamic or self.topic)  # upstream_attached
+        self.confirmed = not (self.browse or self.dynamic or self.topic or self.lookup)
         capabilities = self.capabilities
-        if self.topic and "topic" not in capabilities:
+        if self.topic and not self.lookup and "topic" not in capabilities:
             capabilities = (*capabilities, "topic")
         put_capabilities(up.source, capabilities)
         if pushdown and self.selector is not None:
@@ -376,8 +387,9 @@ class RelayConsumer:
         lib.pn_delivery_settle(delivery)
         # no top-up: an outcome changes neither the window nor what waits or is held here
 
-    def detach(self) -> int:
-        """The downstream link is gone: give back everything, then close the upstream link."""
+    def detach(self, closed: bool = True) -> int:
+        """The downstream link is gone: give back everything, then close the upstream link (or,
+        for a durable subscription whose link was only detached, detach it: it lives on)."""
         if self.closed:
             return 0
         self.closed = True
@@ -401,7 +413,10 @@ class RelayConsumer:
                 self._settle_up(up_delivery, RELEASED)
             self.upstream.unregister(self.up)
             if self.up.state & Endpoint.LOCAL_ACTIVE:
-                self.up.close()
+                if self.durable_as is not None and not closed:
+                    self.up.detach()
+                else:
+                    self.up.close()
             if self.up_session is not None:
                 self.upstream.end_session(self.up_session)
         self.unacked.clear()
@@ -443,6 +458,13 @@ class RelayConsumer:
             self.link.source.dynamic = True
             self.link.open()
             log.info("relay consumer %r: dynamic upstream node %r", self.name, self.address)
+        elif self.lookup and self.link.state & Endpoint.LOCAL_UNINIT:
+            self.address = source.address or ""
+            ours = self.link.source
+            ours.address = self.address
+            ours.durability = source.durability
+            ours.expiry_policy = source.expiry_policy
+            self.link.open()
         elif self.topic and self.link.state & Endpoint.LOCAL_UNINIT:
             self.link.open()
         self.confirmed = True

@@ -514,17 +514,16 @@ class Upstream(Handler):
     def attach_consumer(self, link: Sender, client: ClientConnection,
                         request: TerminusRequest) -> RelayConsumer | None:
         """A downstream receiver (``request``: its source, as the peer sent it)."""
-        if request.address is None and not request.dynamic:
-            refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
-                    "(durable subscription look-ups by link name are not relayed)")
-            return None
-        reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
-        if (request.durable or request.shared) and request.topic:
-            # Upstream, a durable subscription is named by the connection's container-id (the
-            # relay's, shared by all its clients) and ended when its link closes (the relay
-            # closes a link its client detaches): it would lose messages while pretending.
-            reason = ("relay mode: durable and shared subscriptions are not relayed (use "
-                      "one on the upstream broker directly)")
+        lookup = request.address is None and not request.dynamic
+        address = request.address or ""
+        topic = request.topic or address.startswith(PER_LINK_PREFIXES) or lookup
+        # A topic subscription reads a copy anyway: Qpid JMS says copy for a durable one, and
+        # that is no browse (a browser settles upstream without an outcome: nothing is taken).
+        browse = request.copy and not topic
+        reason = self.unsupported(browse=browse, dynamic=request.dynamic)
+        if request.shared:
+            reason = ("relay mode: shared subscriptions are not relayed (use one on the "
+                      "upstream broker directly)")
         if reason is not None:
             refuse(link, NOT_IMPLEMENTED, reason)
             return None
@@ -547,15 +546,19 @@ class Upstream(Handler):
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         if request.copy:
             source.distribution_mode = Terminus.DIST_MODE_COPY
-        address = request.address or ""
-        topic = request.topic or address.startswith(PER_LINK_PREFIXES)
-        if not (request.dynamic or topic):  # those are answered once the upstream attached
+        if not (request.dynamic or topic or lookup):  # answered once the upstream attached
             link.open()
+        # Upstream a durable subscription is named by the relay's container-id and the link
+        # name: the link name says whose it is (a look-up names the subscription it looks up).
+        # Not "|": Artemis's look-up cuts a link name there (Qpid JMS's shared-consumer count).
+        durable_as = (f"{client.container}/{link.name}"
+                      if lookup or (request.durable and topic) else None)
         consumer = RelayConsumer(
             link, self, address, None if link_filter.is_trivial else link_filter,
             topic=topic, presettled=presettled, selector=selector,
-            held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
+            held_limit=self.config.upstream_held, browse=browse, dynamic=request.dynamic,
             capabilities=tuple(sorted(request.capabilities & NODE_CAPABILITIES)),
+            durable_as=durable_as, lookup=lookup,
         )
         client.consumers.append(consumer)
         self.track(consumer)

@@ -148,3 +148,49 @@ def run_scenarios(classpath: str, url: str, scenarios: tuple[str, ...] = SCENARI
         scenario, label, value = line.split("\t", 2)
         values[(scenario, label)] = value
     return Results(values, output)
+
+
+# -- what every peer must get right (the broker, and the relay in front of any upstream) --------
+
+def check_invalid_selector(results: Results) -> None:
+    """Refused at attach with the filter's key, the parser's complaint and invalid-field; the
+    session goes on."""
+    for kind in ("queue", "topic"):
+        error = results("invalid-selector", kind)
+        assert error.startswith("!JMSException: filter 'jms-selector'"), error
+        assert "syntax error: unexpected '='" in error and "line 1, column 10" in error, error
+        assert error.endswith("[condition = amqp:invalid-field]"), error
+    assert results("invalid-selector", "client-side").startswith(
+        "!InvalidSelectorException: "), "Qpid JMS's own check"
+    assert results("invalid-selector", "after") == "m0,m3", "the session goes on"
+
+
+def check_no_local(results: Results) -> None:
+    others = ",".join(f"other-m{k}" for k in range(6))
+    mine = ",".join(f"mine-m{k}" for k in range(6))
+    assert results("no-local", "no-local") == others
+    assert results("no-local", "no-local-red") == "other-m0,other-m3"
+    assert results("no-local", "all") == f"{mine},{others}"
+
+
+def check_durable(results: Results, scenario: str) -> None:
+    """What was published while the connection was gone arrives on resubscribing, nothing
+    twice; after unsubscribe a new subscription starts empty."""
+    assert results(scenario, "online") == "online-m0,online-m3"
+    assert results(scenario, "resumed") == "away-m0,away-m3"
+    assert results(scenario, "unsubscribe") == "ok"
+    assert results(scenario, "after-unsubscribe") == "-", "unsubscribe ended the subscription"
+
+
+def check_browser(results: Results) -> None:
+    assert results("browser", "browsed") == "m0,m3"
+    assert results("browser", "consumed") == ",".join(f"m{k}" for k in range(6))
+
+
+def check_receive_no_wait(results: Results) -> None:
+    assert results("receive-no-wait", "got") == "m0,m3"
+
+
+def check_temporary_queue(results: Results) -> None:
+    assert results("temporary-queue", "reply") == "pong to ping"
+    assert results("temporary-queue", "correlated") == "true"
