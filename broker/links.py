@@ -38,7 +38,13 @@ from broker.security.access import (
 )
 from broker.security.permissions import Principal
 from broker.settings import BrokerConfig
-from broker.terminus import TerminusRequest, read_terminus, refuse
+from broker.terminus import (
+    TerminusRequest,
+    lookup_key,
+    read_terminus,
+    refuse,
+    subscription_key,
+)
 from filtex_proton.plugin import RECENT_REFUSALS, FilterMessage, FiltexPlugin, Refusal
 
 if TYPE_CHECKING:
@@ -118,7 +124,7 @@ class LinkManager:
         durable_key: tuple[str, str] | None = None
         if request.address is None and not request.dynamic:
             # Qpid JMS looks up (and unsubscribes) a durable subscription by link name alone.
-            subscription = registry.durable.get((client.container, link.name))
+            subscription = registry.durable.get(lookup_key(client.container, link.name))
             if subscription is None:
                 self._refuse(link, NOT_FOUND, f"no source address, and no durable subscription "
                        f"named {link.name!r} for container {client.container!r}")
@@ -127,13 +133,16 @@ class LinkManager:
             assert request.address is not None
             existing = registry.lookup(request.address)
             is_topic = isinstance(existing, Topic) if existing is not None else request.topic
-            if is_topic and request.durable:
-                durable_key = (client.container, link.name)
+            if is_topic and (request.durable or request.shared):
+                durable_key = subscription_key(client.container, link.name, request)
                 subscription = registry.durable.get(durable_key)
-        if subscription is not None and subscription.consumer is not None:
-            self._refuse(link, RESOURCE_LOCKED,
-                   f"durable subscription {link.name!r} already has a consumer")
-            return None
+        if subscription is not None:
+            why = self._taken(link, request, subscription)
+            if why is not None:
+                self._refuse(link, RESOURCE_LOCKED, why)
+                return None
+            if not subscription.consumers:
+                subscription.shared = request.shared
         if subscription is not None and request.address not in (None, subscription.topic.name):
             self._end_subscription(subscription)  # the JMS way to move a subscription
             subscription = None
@@ -157,9 +166,13 @@ class LinkManager:
         browse = False
         if isinstance(node, Topic):
             if subscription is None:
-                subscription = node.subscribe(durable_key, active_filter)
+                subscription = node.subscribe(durable_key, active_filter,
+                                              durable=request.durable)
+                subscription.shared = request.shared
                 if durable_key is not None:
                     registry.durable[durable_key] = subscription
+            if request.address is not None:
+                subscription.filter_code = _filter_code(link)
             queue = subscription.queue
             consumer_filter = None  # a subscription is filtered when messages are published
         else:
@@ -181,14 +194,12 @@ class LinkManager:
             subscription=subscription,
         )
         if subscription is not None:
-            subscription.consumer = consumer
+            subscription.consumers.append(consumer)
         if request.dynamic:
             node.dynamic_owner = consumer
         queue.add_consumer(consumer)
         if queue.journal is not None:  # a durable subscription remembers its filter set
-            source_filter = link.remote_source.filter
-            queue.journal.remember_filter(
-                bytes(source_filter.encode()) if source_filter is not None else b"")
+            queue.journal.remember_filter(_filter_code(link))
         client.consumers.append(consumer)
         if self.metrics is not None:
             self.metrics.consumer_attached(consumer, active_filter)
@@ -200,6 +211,21 @@ class LinkManager:
             else "", " (pre-settled)" if presettled else "",
         )
         return consumer
+
+    @staticmethod
+    def _taken(link: Sender, request: TerminusRequest, subscription: Subscription) -> str | None:
+        """Why a consumer may not join ``subscription`` now (None: it may)."""
+        if not subscription.consumers:
+            return None
+        if not (request.shared and subscription.shared):
+            return f"subscription {link.name!r} already has a consumer"
+        if request.address not in (None, subscription.topic.name):
+            return (f"shared subscription {subscription.key!r} has consumers on topic "
+                    f"{subscription.topic.name!r}")
+        if request.address is not None and _filter_code(link) != subscription.filter_code:
+            return (f"shared subscription {subscription.key!r} has consumers with another "
+                    "selector or filter set")
+        return None
 
     @staticmethod
     def _reply_source(
@@ -276,9 +302,9 @@ class LinkManager:
                 self.metrics.consumer_detached(state, filter_kept=subscription is not None
                                                and subscription.durable and not closed)
             if subscription is not None:
-                if subscription.consumer is state:
-                    subscription.consumer = None
-                if not subscription.durable or closed:
+                if state in subscription.consumers:
+                    subscription.consumers.remove(state)
+                if not subscription.consumers and (not subscription.durable or closed):
                     self._end_subscription(subscription)
             if client is not None and state in client.consumers:
                 client.consumers.remove(state)
@@ -315,7 +341,7 @@ class LinkManager:
             stats = state.filter.filter_set.stats if state.filter is not None else None
             log.info("relay consumer %r detached from %r: %d received, %d sent, %d skipped%s%s%s",
                      state.name, state.address, state.received, state.sent, state.skipped,
-                     " (durable subscription kept upstream)" if state.durable is not None
+                     " (durable subscription kept upstream)" if state.durable_as is not None
                      and not closed else "",
                      f", {returned} unsettled message(s) released upstream" if returned else "",
                      f"; filter: {stats.evaluations} evaluated, {stats.matches} matched"
@@ -341,3 +367,9 @@ class LinkManager:
             self.detach(consumer, client, closed=False)
         for producer in list(client.producers):
             self.detach(producer, client, closed=False)
+
+
+def _filter_code(link: Sender) -> bytes:
+    """The link's source filter map as encoded (empty: none), to compare two attaches'."""
+    source_filter = link.remote_source.filter
+    return bytes(source_filter.encode()) if source_filter is not None else b""

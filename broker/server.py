@@ -54,6 +54,7 @@ __all__ = ["Broker"]
 log = logging.getLogger("filtex.broker")
 
 ANONYMOUS_RELAY: Final = symbol("ANONYMOUS-RELAY")
+SHARED_SUBS: Final = symbol("SHARED-SUBS")
 FORCED: Final = "amqp:connection:forced"
 RESOURCE_LIMIT_EXCEEDED: Final = "amqp:resource-limit-exceeded"
 T = TypeVar("T")
@@ -394,7 +395,9 @@ class Broker:
         connection.broker_client = client
         self.clients[origin] = client
         connection.container = self.config.container_id
-        connection.offered_capabilities = [ANONYMOUS_RELAY]
+        # SHARED-SUBS: Qpid JMS creates shared subscriptions only if offered (not relayed)
+        connection.offered_capabilities = [ANONYMOUS_RELAY] if self.links.upstream is not None \
+            else [ANONYMOUS_RELAY, SHARED_SUBS]
         # what we are, so that a relay in front of us knows it (broker/relay/brokers.py)
         connection.properties = {symbol("product"): "filtex-broker",
                                  symbol("version"): __version__}

@@ -11,12 +11,14 @@ own nodes and relay mode alike.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from proton import Array, Condition, Link, Terminus
 
-__all__ = ["TerminusRequest", "capabilities_of", "read_terminus", "refuse"]
+__all__ = ["TerminusRequest", "capabilities_of", "lookup_key", "read_terminus", "refuse",
+           "subscription_key"]
 
 log = logging.getLogger("filtex.broker")
 
@@ -24,6 +26,13 @@ TOPIC: Final = "topic"
 """The Qpid JMS node capability for a topic (publish/subscribe) node."""
 QUEUE: Final = "queue"
 TEMPORARY_TOPIC: Final = "temporary-topic"
+SHARED: Final = "shared"
+"""Qpid JMS: a shared subscription (JMS 2.0), named without the container-id if also ``global``."""
+GLOBAL: Final = "global"
+_SHARED_LINK: Final = re.compile(r"(.*)\|(global|volatile|global-volatile)?(\d*)")
+"""Qpid JMS's link names for the Nth consumer of a shared subscription SUB on one connection:
+``SUB``, ``SUB|N`` (with a client-id), ``SUB|global``, ``SUB|globalN`` (without), and
+``|volatile``, ``|global-volatile`` for the non-durable ones."""
 
 
 def capabilities_of(terminus: Terminus) -> frozenset[str]:
@@ -59,6 +68,30 @@ class TerminusRequest:
     @property
     def topic(self) -> bool:
         return TOPIC in self.capabilities or TEMPORARY_TOPIC in self.capabilities
+
+    @property
+    def shared(self) -> bool:
+        return SHARED in self.capabilities
+
+
+def subscription_key(container: str, link_name: str,
+                     request: TerminusRequest) -> tuple[str, str]:
+    """The name of the durable or shared subscription a link attaches to: (container-id, link
+    name), where a shared one drops Qpid JMS's consumer count from the link name and a global
+    one (no client-id) has no container-id."""
+    if not request.shared:
+        return container, link_name
+    named = _SHARED_LINK.fullmatch(link_name)
+    if named is not None and (named[2] or named[3]):
+        link_name = named[1] + (f"|{named[2]}" if named[2] else "")
+    return ("" if GLOBAL in request.capabilities else container), link_name
+
+
+def lookup_key(container: str, link_name: str) -> tuple[str, str]:
+    """The subscription a source-less attach names (Qpid JMS's unsubscribe): by its link name,
+    ``SUB|global`` for a global shared one (the hint Qpid JMS also sends, as desired
+    capabilities of the link, python-qpid-proton cannot read)."""
+    return ("" if link_name.endswith("|global") else container), link_name
 
 
 def read_terminus(terminus: Terminus) -> TerminusRequest:

@@ -141,9 +141,9 @@ def _detached_subscription(subscription: Subscription) -> LinkCopy:
 def _consumers_of(node: Queue | Topic) -> Iterator[tuple[Consumer, Subscription | None]]:
     if isinstance(node, Topic):
         for subscription in node.subscriptions:
-            consumer = subscription.consumer
-            if isinstance(consumer, Consumer):
-                yield consumer, subscription
+            for consumer in subscription.consumers:
+                if isinstance(consumer, Consumer):
+                    yield consumer, subscription
         return
     for outlet in (*node.consumers, *node.browsers):
         if isinstance(outlet, Consumer):
@@ -178,7 +178,7 @@ def overview(broker: Inspected) -> Overview:
             copy.links.append(_consumer_copy(consumer, peer, subscription))
         if isinstance(node, Topic):
             copy.links.extend(_detached_subscription(s) for s in node.subscriptions
-                              if s.consumer is None and s.durable)
+                              if not s.consumers and s.durable)
         copy.consumers = sum(1 for link in copy.links if link.attached)
         nodes.append(copy)
     upstream = broker.links.upstream

@@ -70,7 +70,8 @@ ENGINE_FUNCTIONS: Final = (
     "pn_transport_push", "pn_transport_peek", "pn_transport_pop",
     # links and deliveries (producers, consumers, the relay)
     "pn_delivery", "pn_link_send", "pn_link_recv", "pn_link_advance", "pn_link_credit",
-    "pn_link_flow", "pn_link_get_drain", "pn_link_drained", "pn_delivery_pending",
+    "pn_link_flow", "pn_link_get_drain", "pn_link_drained", "pn_link_drain",
+    "pn_link_set_drain", "pn_link_draining", "pn_delivery_pending",
     "pn_delivery_partial", "pn_delivery_aborted", "pn_delivery_readable",
     "pn_delivery_settled", "pn_delivery_settle", "pn_delivery_update",
     "pn_delivery_remote_state", "pn_delivery_remote", "pn_delivery_local",

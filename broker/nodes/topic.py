@@ -8,8 +8,10 @@ thousands of filtered subscriptions cost little more than a few. A
 subscription only ever holds what it wants, and a
 durable subscription (Qpid JMS: terminus durability + expiry-policy never,
 named by container-id and link name) keeps collecting while its consumer is
-detached. A topic is full when any of its subscriptions is: a stalled
-subscriber slows the publishers, it is never silently skipped.
+detached. A shared subscription (JMS 2.0, Qpid JMS capability ``shared``) is
+one such queue with competing consumers. A topic is full when any of its
+subscriptions is: a stalled subscriber slows the publishers, it is never
+silently skipped.
 """
 
 from __future__ import annotations
@@ -30,17 +32,23 @@ __all__ = ["Subscription", "Topic"]
 class Subscription:
     """One subscriber's private queue, its filters, and whether it outlives its link."""
 
-    __slots__ = ("_filter", "consumer", "durable", "key", "queue", "topic")
+    __slots__ = ("_filter", "consumers", "durable", "filter_code", "key", "queue", "shared",
+                 "topic")
 
     def __init__(
-        self, topic: Topic, key: tuple[str, str] | None, link_filter: LinkFilter | None
+        self, topic: Topic, key: tuple[str, str] | None, link_filter: LinkFilter | None,
+        *, durable: bool | None = None,
     ) -> None:
         self.topic = topic
         self.key = key
-        """(container-id, link name) for durable subscriptions, else None."""
-        self.consumer: object | None = None
-        """The attached consumer; None while a durable subscription is detached."""
-        self.durable = key is not None
+        """(container-id, name) for durable and shared subscriptions, else None."""
+        self.consumers: list[object] = []
+        """The attached consumers (more than one only if shared); none while detached."""
+        self.durable = key is not None if durable is None else durable
+        self.shared = False
+        """Its consumers attached saying ``shared``: more may attach (with the same filters)."""
+        self.filter_code = b""
+        """The source filter map it was attached with, as encoded (shared: must be the same)."""
         self._filter = link_filter
         name = f"{topic.name}::{key[1]}" if key is not None else f"{topic.name}::{id(self):x}"
         self.queue = Queue(name, topic.limits, owner=topic, budget=topic.budget)
@@ -99,11 +107,12 @@ class Topic(Node):
         return sum(s.queue.count for s in self.subscriptions)
 
     def subscribe(
-        self, key: tuple[str, str] | None, link_filter: LinkFilter | None
+        self, key: tuple[str, str] | None, link_filter: LinkFilter | None,
+        *, durable: bool | None = None,
     ) -> Subscription:
         """A new subscription; it sees messages published from now on."""
-        subscription = Subscription(self, key, link_filter)
-        if key is not None and self.journals is not None:  # durable: its own log
+        subscription = Subscription(self, key, link_filter, durable=durable)
+        if key is not None and subscription.durable and self.journals is not None:
             subscription.queue.journal = self.journals(self.name, key[0], key[1])
         self.subscriptions.append(subscription)
         self.matcher.register(subscription, link_filter)

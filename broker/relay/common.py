@@ -30,9 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "INVALID_FIELD",
-    "NOT_IMPLEMENTED",
-    "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "AttachDeadline", "RelayEnd", "UpstreamPort",
-    "UpstreamSide", "close_downstream", "node_kind_capabilities", "put_capabilities",
+    "NODE_CAPABILITIES", "NOT_IMPLEMENTED", "PER_LINK_PREFIXES", "SELECTOR_SYMBOL",
+    "AttachDeadline", "RelayEnd", "UpstreamPort", "UpstreamSide", "close_downstream",
+    "put_capabilities",
 ]
 
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
@@ -43,9 +43,9 @@ ANONYMOUS_RELAY: Final = "ANONYMOUS-RELAY"
 PER_LINK_PREFIXES: Final = ("/topic/", "/exchange/", "topic://")
 """Addresses where every link reads a copy of its own (a topic, whatever the caps): RabbitMQ's
 ``/topic/`` and ``/exchange/``, ActiveMQ Classic's ``topic://`` (its ``topic-prefix``)."""
-NODE_KINDS: Final = frozenset({"queue", "topic"})
-"""Terminus capabilities the relay passes upstream: how a client picks a queue or a topic on
-brokers that give one address both (ActiveMQ Artemis creates an address with neither as a
+NODE_CAPABILITIES: Final = frozenset({"queue", "topic", "temporary-queue", "temporary-topic"})
+"""Terminus capabilities the relay passes upstream as the client sent them: what kind of node
+the address names (Qpid JMS sends them; ActiveMQ Artemis creates an address with none as a
 multicast one, where a consumer reads a subscription of its own)."""
 BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
@@ -142,11 +142,6 @@ def close_downstream(link: Link, condition: Condition | None) -> None:
     elif link.state & Endpoint.LOCAL_ACTIVE:
         link.condition = condition
         link.close()
-
-
-def node_kind_capabilities(capabilities: frozenset[str]) -> tuple[str, ...]:
-    """The capabilities among a client's terminus capabilities that say queue or topic."""
-    return tuple(sorted(capabilities & NODE_KINDS))
 
 
 def put_capabilities(data: Any, capabilities: tuple[str, ...]) -> None:

@@ -62,7 +62,7 @@ class RelayConsumer:
         self, link: Sender, upstream: UpstreamPort, address: str, link_filter: LinkFilter | None,
         *, topic: bool, presettled: bool, selector: str | None, held_limit: int,
         browse: bool = False, dynamic: bool = False, capabilities: tuple[str, ...] = (),
-        durable: tuple[int, int] | None = None, up_name: str | None = None,
+        durable_as: str | None = None, lookup: bool = False,
     ) -> None:
         self.link = link
         self.impl: Any = impl(link)
@@ -75,17 +75,20 @@ class RelayConsumer:
         """Distribution-mode copy: upstream deliveries are settled without an outcome."""
         self.dynamic = dynamic
         """The upstream names the node; the downstream attach is answered once it has."""
-        self.capabilities = capabilities
-        """The client's ``queue``/``topic`` source capabilities, passed upstream."""
-        self.durable = durable
-        """A durable subscription: the client's (durability, expiry policy), given to the
-        upstream source, whose link name (``up_name``) is stable per client container and link
-        name; detached, not closed, when the client detaches without closing."""
-        self.up_name = up_name or f"{self.name}@relay"
         self.copies = topic or browse
         """The link reads a copy of its own: non-matches are skipped, never held."""
+        self.capabilities = capabilities
+        """The client's node capabilities (Qpid JMS ``queue``, ``topic``...), sent upstream."""
+        self.durable_as = durable_as
+        """A durable subscription (or its look-up): the upstream link's name, which names it
+        upstream (under the relay's container-id): the client's container-id and link name.
+        Its source carries the client's durability and expiry policy; it is detached, not
+        closed, when the client detaches without closing."""
+        self.lookup = lookup
+        """A source-less attach (Qpid JMS's unsubscribe): answered with the upstream's source."""
         self.confirmed = False
-        """The upstream granted what a browse or dynamic attach asked for: credit may go."""
+        """The upstream granted what a browse or dynamic attach asked for, or attached a topic
+        subscription: credit may go (and a topic's downstream attach is answered)."""
         self.presettled = presettled
         self.selector = selector
         self.held_limit = held_limit
@@ -118,6 +121,8 @@ class RelayConsumer:
         """Messages taken from the upstream on this link (with pushdown: only those the
         upstream's selector let through; shown by the console)."""
         self._tags = 0
+        self.draining = False
+        """A downstream drain is forwarded upstream: answered when the upstream's drain is."""
 
     # -- upstream link ---------------------------------------------------------------
 
@@ -127,22 +132,25 @@ class RelayConsumer:
         session = connection.session()
         session.open()
         self.up_session = session
-        up = session.receiver(self.up_name)
+        up = session.receiver(self.durable_as or f"{self.name}@relay")
         if self.dynamic:
             up.source.dynamic = True
+        elif self.lookup:
+            up.source.type = Terminus.UNSPECIFIED  # a null source: look it up by link name
         elif self.topic and self.address:
             up.source.address = self.upstream.topic_address(self.address)
         else:
             up.source.address = self.address
+        if self.durable_as is not None and not self.lookup:
+            up.source.durability = self.link.remote_source.durability
+            up.source.expiry_policy = self.link.remote_source.expiry_policy
         if self.browse:
             up.source.distribution_mode = Terminus.DIST_MODE_COPY
-        self.confirmed = not (self.browse or self.dynamic)  # else: see upstream_attached
+        self.confirmed = not (self.browse or self.dynamic or self.lookup)  # see upstream_attached
         capabilities = self.capabilities
-        if self.topic and "topic" not in capabilities:
+        if self.topic and not self.lookup and "topic" not in capabilities:
             capabilities = (*capabilities, "topic")
         put_capabilities(up.source.capabilities, capabilities)
-        if self.durable is not None:
-            up.source.durability, up.source.expiry_policy = self.durable
         if pushdown and self.selector is not None:
             up.source.filter.put_map()
             up.source.filter.enter()
@@ -163,7 +171,9 @@ class RelayConsumer:
         """The upstream connection is gone: forget its deliveries (it redelivers them); a
         link whose attach waited for the upstream's answer is attached now (its upstream
         side opens on reconnect, like every other link's)."""
-        if not self.dynamic and not self.closed and self.link.state & Endpoint.LOCAL_UNINIT:
+        self._drained()
+        if not (self.dynamic or self.lookup or self.closed) and \
+                self.link.state & Endpoint.LOCAL_UNINIT:
             self.link.open()
         self.up = None
         self.up_impl = None
@@ -223,7 +233,42 @@ class RelayConsumer:
             self._top_up()
 
     def on_upstream_flow(self) -> None:
-        """The upstream's flow (drain answers) needs nothing from us."""
+        """The upstream's flow: the answer to a drain we forwarded, if we did."""
+        up = self.up_impl
+        if self.draining and (up is None or not lib.pn_link_draining(up)):
+            self._drained()
+
+    def _drain_upstream(self) -> bool:
+        """Forward a downstream drain the relay cannot fill from what it holds: the upstream
+        sends what it has (a QueueBrowser or a receiveNoWait must see what the upstream has,
+        not only what already crossed the relay). False if there is no upstream link."""
+        if self.up_impl is None or self.closed:
+            return False
+        self.draining = True
+        if self.confirmed:  # else once the upstream has answered the attach
+            self._issue_drain()
+        return True
+
+    def _issue_drain(self) -> None:
+        up = self.up_impl
+        have = lib.pn_link_credit(up)
+        more = self.credit - have
+        if not self.copies and not self.upstream.non_match_modified:
+            more = min(more, self.held_limit - len(self.held) - have)  # as _top_up
+        lib.pn_link_drain(up, max(more, 0))
+
+    def _drained(self) -> None:
+        """The upstream answered (or went): send what came, answer the downstream drain."""
+        if not self.draining:
+            return
+        self.draining = False
+        if self.up_impl is not None:
+            lib.pn_link_set_drain(self.up_impl, False)
+        self._pump()
+        if not self.closed and lib.pn_link_get_drain(self.impl):
+            lib.pn_link_drained(self.impl)
+            self.credit = lib.pn_link_credit(self.impl)
+        self._top_up()
 
     def wants(self, message: FilterMessage) -> bool:
         """Whether this link would take a message another consumer does not match."""
@@ -287,7 +332,7 @@ class RelayConsumer:
         """Upstream credit: the downstream consumer's window, minus what waits here for it,
         unless too much is held."""
         up = self.up_impl
-        if up is None or self.closed or not self.confirmed:
+        if up is None or self.closed or not self.confirmed or self.draining:
             return
         want = self.window - len(self.pending)
         if not self.copies and not self.upstream.non_match_modified:
@@ -322,7 +367,9 @@ class RelayConsumer:
         self.credit = credit = lib.pn_link_credit(impl)
         self.window = max(self.window, credit)
         self._pump()
-        if lib.pn_link_get_drain(impl):
+        if lib.pn_link_get_drain(impl) and not self.draining:
+            if self.credit > 0 and self._drain_upstream():
+                return  # answered by _drained
             lib.pn_link_drained(impl)
             self.credit = lib.pn_link_credit(impl)
 
@@ -379,7 +426,7 @@ class RelayConsumer:
                 self._settle_up(up_delivery, RELEASED)
             self.upstream.unregister(self.up)
             if self.up.state & Endpoint.LOCAL_ACTIVE:
-                if self.durable is not None and not closed:
+                if self.durable_as is not None and not closed:
                     self.up.detach()  # the upstream keeps the subscription
                 else:
                     self.up.close()
@@ -419,8 +466,8 @@ class RelayConsumer:
         close_downstream(self.link, condition)
 
     def upstream_attached(self, up: Link) -> None:
-        """The upstream answered our attach: answer the client's, once what browse or dynamic
-        asked is checked to be granted."""
+        """The upstream answered our attach: answer the client's (a look-up's with the
+        subscription found), once what browse or dynamic asked is checked to be granted."""
         if self.up_impl is None or impl(up) != self.up_impl:
             return
         source = up.remote_source
@@ -431,6 +478,12 @@ class RelayConsumer:
             self.upstream_closed(Condition(NOT_IMPLEMENTED, f"relay mode: the upstream does not "
                                            f"browse {self.address!r} (no distribution-mode copy)"))
             return
+        if self.lookup and self.link.state & Endpoint.LOCAL_UNINIT:
+            self.address = source.address or ""
+            ours = self.link.source
+            ours.address = self.address
+            ours.durability = source.durability
+            ours.expiry_policy = source.expiry_policy
         if not self.dynamic and not self.closed and self.link.state & Endpoint.LOCAL_UNINIT:
             self.link.open()
         if self.confirmed:
@@ -446,6 +499,8 @@ class RelayConsumer:
             self.link.open()
             log.info("relay consumer %r: dynamic upstream node %r", self.name, self.address)
         self.confirmed = True
+        if self.draining:
+            self._issue_drain()
         self._top_up()
 
     def __repr__(self) -> str:

@@ -97,11 +97,11 @@ from broker.relay.common import (
     BACKOFF_MAX,
     BACKOFF_MIN,
     INVALID_FIELD,
+    NODE_CAPABILITIES,
     NOT_IMPLEMENTED,
     PER_LINK_PREFIXES,
     AttachDeadline,
     UpstreamSide,
-    node_kind_capabilities,
 )
 from broker.relay.consumers import RelayConsumer
 from broker.relay.origin import OriginStamp
@@ -439,13 +439,24 @@ class Upstream(Handler):
                 self._schedule_grace(SESSION_GRACE_MAX, force=True)
             return False
         if isinstance(relay_link, RelayConsumer):
-            relay_link.open_upstream(self.connection, self.session, self.pushdown)
+            relay_link.open_upstream(self.connection, self.session,
+                                     self.pushdown and not self._topic_quirk(relay_link))
         elif self.producer_connection is not None:
             relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
 
     def topic_address(self, address: str) -> str:
         return topic_address(address, self.properties)
+
+    def _topic_quirk(self, consumer: RelayConsumer) -> bool:
+        """The upstream misreads selectors on topic subscriptions (brokers.py): push none."""
+        product = self.product
+        if not consumer.topic or product is None or product.topic_selectors:
+            return False
+        if consumer.selector is not None:
+            log.info("link %r: no pushdown on a topic of %s (it misreads selectors on header "
+                     "fields there)", consumer.name, product.label)
+        return True
 
     def answer_by(self, relay_link: RelayLink) -> None:
         """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach."""
@@ -530,11 +541,16 @@ class Upstream(Handler):
     def attach_consumer(self, link: Sender, client: ClientConnection,
                         request: TerminusRequest) -> RelayConsumer | None:
         """A downstream receiver (``request``: its source, as the peer sent it)."""
-        if request.address is None and not request.dynamic:
-            refuse(link, NOT_IMPLEMENTED, "relay mode: a consumer needs a source address "
-                    "(durable subscription look-ups by link name are not relayed)")
-            return None
-        reason = self.unsupported(browse=request.copy, dynamic=request.dynamic)
+        lookup = request.address is None and not request.dynamic
+        address = request.address or ""
+        topic = request.topic or address.startswith(PER_LINK_PREFIXES) or lookup
+        # A topic subscription reads a copy anyway: Qpid JMS says copy for a durable one, and
+        # that is no browse (a browser settles upstream without an outcome: nothing is taken).
+        browse = request.copy and not topic
+        reason = self.unsupported(browse=browse, dynamic=request.dynamic)
+        if request.shared:
+            reason = ("relay mode: shared subscriptions are not relayed (use one on the "
+                      "upstream broker directly)")
         if reason is not None:
             refuse(link, NOT_IMPLEMENTED, reason)
             return None
@@ -557,25 +573,26 @@ class Upstream(Handler):
         link.rcv_settle_mode = link.remote_rcv_settle_mode
         if request.copy:
             source.distribution_mode = Terminus.DIST_MODE_COPY
-        if not request.dynamic and not self.ready:
+        if not (request.dynamic or lookup) and not self.ready:
             # The upstream is away: attached now, its side opens once it is back. Otherwise the
             # answer waits for the upstream's, so that its refusal (an unknown node, a filter it
-            # rejects) is the refusal of the client's attach; a dynamic one is answered with
-            # the upstream's node.
+            # rejects) is the refusal of the client's attach, and a topic's subscription exists
+            # upstream before the client publishes; a dynamic one is answered with the
+            # upstream's node, a look-up with the subscription it found.
             link.open()
-        address = request.address or ""
-        topic = request.topic or address.startswith(PER_LINK_PREFIXES)
-        # A durable subscription is the upstream's, named by our container id and the link
-        # name: the client's container goes into that name, so two clients' subscriptions of
-        # the same name stay apart, and a restarted relay finds its clients' subscriptions.
-        durable = topic and request.durable and not request.dynamic
+        # Upstream a durable subscription is named by the relay's container-id and this link
+        # name, which carries the client's container-id, so two clients' subscriptions of the
+        # same name stay apart and a restarted relay finds them (a look-up names the one it
+        # looks up). Not "|": Artemis's look-up cuts a link name there (Qpid JMS's
+        # shared-consumer count).
+        durable_as = (f"{client.container}:{link.name}@relay"
+                      if lookup or (request.durable and topic and not request.dynamic) else None)
         consumer = RelayConsumer(
             link, self, address, None if link_filter.is_trivial else link_filter,
             topic=topic, presettled=presettled, selector=selector,
-            held_limit=self.config.upstream_held, browse=request.copy, dynamic=request.dynamic,
-            capabilities=node_kind_capabilities(request.capabilities),
-            durable=(remote.durability, remote.expiry_policy) if durable else None,
-            up_name=f"{client.container}:{link.name}@relay" if durable else None,
+            held_limit=self.config.upstream_held, browse=browse, dynamic=request.dynamic,
+            capabilities=tuple(sorted(request.capabilities & NODE_CAPABILITIES)),
+            durable_as=durable_as, lookup=lookup,
         )
         client.consumers.append(consumer)
         self.track(consumer)
@@ -605,7 +622,8 @@ class Upstream(Handler):
                                  origin=client.origin, registry=registry,
                                  window=self.config.credit_window,
                                  max_size=self.config.max_message_size, dynamic=request.dynamic,
-                                 capabilities=node_kind_capabilities(request.capabilities))
+                                 capabilities=tuple(sorted(request.capabilities
+                                                           & NODE_CAPABILITIES)))
         client.producers.append(producer)
         self.track(producer)
         log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,

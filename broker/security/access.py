@@ -33,7 +33,7 @@ from proton import Condition, Link, Sender
 from broker.nodes.producer import Producer
 from broker.nodes.registry import Registry
 from broker.security.permissions import Action, Principal
-from broker.terminus import TerminusRequest
+from broker.terminus import TerminusRequest, lookup_key
 from filtex_proton.amqp import MISSING, DecodeError, Section
 from filtex_proton.plugin import FilterMessage
 
@@ -62,7 +62,7 @@ def refusal(link: Link, request: TerminusRequest, principal: Principal, registry
         action = Action.BROWSE if request.copy else Action.RECEIVE
         address = request.address
         if address is None and not request.dynamic:
-            subscription = registry.durable.get((container, link.name))
+            subscription = registry.durable.get(lookup_key(container, link.name))
             address = subscription.topic.name if subscription is not None else None
     else:
         action = Action.SEND

@@ -81,6 +81,7 @@ def _restore_node(item: Recovered, registry: Registry, plugin: FiltexPlugin) -> 
         return None
     key = (str(meta["container"]), str(meta["link"]))
     subscription = topic.subscribe(key, link_filter)
+    subscription.filter_code = bytes.fromhex(str(meta.get("filter", "")))
     registry.durable[key] = subscription
     return subscription.queue
 

@@ -13,6 +13,7 @@ from broker.nodes.entry import Entry
 from broker.nodes.node import NodeLimits
 from broker.nodes.queue import Queue
 from broker.nodes.redelivery import bump_delivery_count
+from broker.terminus import TerminusRequest, lookup_key, subscription_key
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import MISSING, Section
 from filtex_proton.plugin import FilterMessage
@@ -303,3 +304,28 @@ def test_unknown_toml_keys_are_errors(tmp_path: Path) -> None:
 
 def test_parse_listen_accepts_ipv6_brackets() -> None:
     assert parse_listen("[::1]:5672") == ("::1", 5672)
+
+
+def _subscriber(*capabilities: str) -> TerminusRequest:
+    return TerminusRequest(address="t", dynamic=False, capabilities=frozenset(capabilities),
+                           durable=True, copy=False, coordinator=False)
+
+
+@pytest.mark.parametrize(("link_name", "capabilities", "key"), [
+    ("sub", ("topic",), ("c", "sub")),  # exclusive durable: container-id and link name
+    ("sub|2", ("topic",), ("c", "sub|2")),  # not shared: the name is the name
+    ("sub", ("topic", "shared"), ("c", "sub")),
+    ("sub|2", ("topic", "shared"), ("c", "sub")),  # Qpid JMS's second consumer, same connection
+    ("sub|global", ("topic", "shared", "global"), ("", "sub|global")),
+    ("sub|global3", ("topic", "shared", "global"), ("", "sub|global")),
+    ("sub|volatile2", ("topic", "shared"), ("c", "sub|volatile")),
+    ("sub|global-volatile", ("topic", "shared", "global"), ("", "sub|global-volatile")),
+    ("a|b", ("topic", "shared"), ("c", "a|b")),  # a name with a bar of its own
+])
+def test_qpid_jms_subscription_names(link_name: str, capabilities: tuple[str, ...],
+                                     key: tuple[str, str]) -> None:
+    """What Qpid JMS names the links of one subscription all lead to one key; unsubscribe's
+    source-less attach names the first link."""
+    assert subscription_key("c", link_name, _subscriber(*capabilities)) == key
+    if link_name in ("sub", "sub|global"):
+        assert lookup_key("c", link_name) == key
