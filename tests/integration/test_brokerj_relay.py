@@ -82,10 +82,10 @@ def _left_on(broker_j: BrokerJ, queue: str) -> list[object]:
 
 
 def _detach_line(relay: RelayProcess, rcv: BlockingReceiver) -> re.Match[str]:
-    """The relay's log line for a consumer link that detached: sent, skipped (non-matches
-    the upstream gave it)."""
+    """The relay's log line for a consumer link that detached: received from the upstream,
+    sent downstream, skipped (non-matches the upstream gave it)."""
     pattern = re.compile(rf"relay consumer '{re.escape(rcv.link.name)}' detached from .*?: "
-                         r"(\d+) sent, (\d+) skipped")
+                         r"(\d+) received, (\d+) sent, (\d+) skipped")
     found = eventually(lambda: pattern.search(relay.log()), lambda m: m is not None,
                        f"the relay logs the detach of {rcv.link.name}")
     assert found is not None
@@ -170,8 +170,10 @@ def test_pushdown_keeps_non_matches_away_from_the_relay(
             downstream.close()
             direct.close()
             line = _detach_line(through, red)
-            assert line.group(1) == "3", line.group(0)  # sent downstream
-            received[label] = int(line.group(1)) + int(line.group(2))
+            assert line.group(2) == "3", line.group(0)  # sent downstream
+            # what the upstream gave the link: sent downstream, or skipped here
+            assert int(line.group(1)) == int(line.group(2)) + int(line.group(3)), line.group(0)
+            received[label] = int(line.group(1))
         # pushed down, Broker-J's selector kept the blue ones on its queue; not pushed, the
         # relay was given each of the six exactly once
         assert received == {"auto": 3, "never": 6}
