@@ -23,7 +23,7 @@ from typing import NoReturn
 from .activemq import ACTIVEMQ, start_activemq
 from .artemis import ARTEMIS, start_artemis
 from .brokerj import BROKER_J, start_broker_j
-from .maven import Distribution, java_missing
+from .maven import Distribution, java_missing, unpacked
 from .process import Upstream, dying_with_parent
 
 __all__ = ["main"]
@@ -39,6 +39,8 @@ EXAMPLES = """examples:
       ActiveMQ Artemis with a queue 'orders', filtex-broker in front of it on port 5672
   python -m upstreams artemis --queue orders --relay 127.0.0.1:5672 -- --console 127.0.0.1:8162
       the same, with the relay's management console (arguments after -- go to filtex-broker)
+  python -m upstreams broker-j --fetch-only
+      only fetch Broker-J from Maven Central into ~/.cache/filtex-proton (for offline use later)
   python -m upstreams artemis --dir /var/tmp/artemis
       Artemis alone, its instance and journal kept in /var/tmp/artemis
   python -m upstreams activemq --queue orders --relay 127.0.0.1:5672
@@ -69,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dir", type=Path, metavar="DIR",
                         help="keep the broker's instance and data here (default: a temporary "
                              "directory, removed on exit)")
+    parser.add_argument("--fetch-only", action="store_true",
+                        help="fetch and unpack the broker's distribution into the cache, then "
+                             "exit (nothing is started)")
     parser.add_argument("relay_args", nargs="*", metavar="-- FILTEX_BROKER_ARG",
                         help="further arguments for filtex-broker (after --)")
     return parser
@@ -149,6 +154,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if reason is not None:
         print(f"python -m upstreams: {reason}", file=sys.stderr)
         return 2
+    if args.fetch_only:
+        distribution = STARTERS[args.broker][0]
+        try:
+            print(unpacked(distribution))
+        except RuntimeError as exc:
+            print(f"python -m upstreams: {exc}", file=sys.stderr)
+            return 1
+        return 0
     stop = _Stop()
     try:
         if args.dir is not None:
