@@ -20,7 +20,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from .maven import Distribution, unpacked
-from .process import BrokerProcess, free_port
+from .process import BrokerProcess, RunningBroker, free_port
 
 __all__ = ["ACTIVEMQ", "DLQ", "ActiveMQ", "start_activemq"]
 
@@ -33,28 +33,13 @@ _CONNECTOR_OPTIONS = "maximumConnections=1000&amp;wireFormat.maxFrameSize=104857
 
 
 @dataclass
-class ActiveMQ:
+class ActiveMQ(RunningBroker):
     """A running instance: its AMQP port, its base directory, the process."""
 
-    process: BrokerProcess
     base: Path
     user: str | None = None
     """Anonymous access (no authentication plugin, as shipped): no user, no password."""
     password: str | None = None
-
-    @property
-    def port(self) -> int:
-        return self.process.port
-
-    @property
-    def url(self) -> str:
-        return f"amqp://127.0.0.1:{self.port}"
-
-    def running(self) -> bool:
-        return self.process.running()
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_activemq(base: Path, *, queues: Sequence[str] = (), timeout: float = 120.0

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .maven import Distribution, unpacked
-from .process import BrokerProcess, free_port
+from .process import BrokerProcess, RunningBroker, free_port
 
 __all__ = ["ARTEMIS", "Artemis", "start_artemis"]
 
@@ -25,27 +25,12 @@ USER = PASSWORD = "artemis"
 
 
 @dataclass
-class Artemis:
+class Artemis(RunningBroker):
     """A running instance: its AMQP port, the credentials, the process."""
 
-    process: BrokerProcess
     instance: Path
     user: str = USER
     password: str = PASSWORD
-
-    @property
-    def port(self) -> int:
-        return self.process.port
-
-    @property
-    def url(self) -> str:
-        return f"amqp://127.0.0.1:{self.port}"
-
-    def running(self) -> bool:
-        return self.process.running()
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_artemis(base: Path, *, queues: Sequence[str] = (), timeout: float = 120.0

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .maven import Distribution, unpacked
-from .process import BrokerProcess, free_port
+from .process import BrokerProcess, RunningBroker, free_port
 
 __all__ = ["BROKER_J", "BrokerJ", "start_broker_j"]
 
@@ -34,27 +34,12 @@ to the virtual host) before the virtual host is up."""
 
 
 @dataclass
-class BrokerJ:
+class BrokerJ(RunningBroker):
     """A running instance: its AMQP port, the credentials, the process."""
 
-    process: BrokerProcess
     work: Path
     user: str = USER
     password: str = PASSWORD
-
-    @property
-    def port(self) -> int:
-        return self.process.port
-
-    @property
-    def url(self) -> str:
-        return f"amqp://127.0.0.1:{self.port}"
-
-    def running(self) -> bool:
-        return self.process.running()
-
-    def stop(self) -> None:
-        self.process.stop()
 
 
 def start_broker_j(base: Path, *, queues: Sequence[str] = (), auto_create: str | None = None,

@@ -15,10 +15,12 @@ import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-__all__ = ["BrokerProcess", "Upstream", "amqp_answers", "dying_with_parent", "free_port"]
+__all__ = ["BrokerProcess", "RunningBroker", "Upstream", "amqp_answers", "dying_with_parent",
+           "free_port"]
 
 _SETPRIV = shutil.which("setpriv")
 
@@ -141,3 +143,24 @@ class BrokerProcess:
             return self.log_path.read_text(errors="replace")[-size:]
         except OSError:
             return "(no log)"
+
+
+@dataclass
+class RunningBroker:
+    """What each broker module's instance shares: its process, where it listens, its end."""
+
+    process: BrokerProcess
+
+    @property
+    def port(self) -> int:
+        return self.process.port
+
+    @property
+    def url(self) -> str:
+        return f"amqp://127.0.0.1:{self.port}"
+
+    def running(self) -> bool:
+        return self.process.running()
+
+    def stop(self) -> None:
+        self.process.stop()

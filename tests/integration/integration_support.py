@@ -183,18 +183,6 @@ def nothing_more(rcv: BlockingReceiver, wait: float = 1.0) -> bool:
     return False
 
 
-def take_all(rcv: BlockingReceiver, wait: float = 1.0) -> list[Any]:
-    """Receive and accept until ``wait`` passes quietly; the bodies, in arrival order."""
-    bodies = []
-    while True:
-        try:
-            message = rcv.receive(timeout=wait)
-        except Timeout:
-            return bodies
-        bodies.append(message.body)
-        rcv.accept()
-
-
 def take_until(rcv: BlockingReceiver, wanted: set[Any], timeout: float = 30.0) -> list[Any]:
     """Receive and accept until every body in ``wanted`` has arrived (each wait up to
     ``timeout``: across an upstream's restart); all bodies received, duplicates included."""
@@ -260,14 +248,7 @@ def numbered(count: int, start: int = 0, *, durable: bool = False) -> list[Messa
 
 def drain(rcv: BlockingReceiver, quiet: float = 1.0) -> list[Any]:
     """Receive and accept until ``quiet`` seconds pass without a message; the bodies."""
-    bodies: list[Any] = []
-    while True:
-        try:
-            message = rcv.receive(timeout=quiet)
-        except Timeout:
-            return bodies
-        bodies.append(message.body)
-        rcv.accept()
+    return [message.body for message in drain_messages(rcv, quiet)]
 
 
 def browse(conn: BlockingConnection, address: str, quiet: float = 1.0) -> list[Any]:

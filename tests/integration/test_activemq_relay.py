@@ -102,11 +102,7 @@ def upstream_attached(relay: RelayProcess, link: str, times: int = 1) -> None:
 
 def dead_letters(activemq: ActiveMQ) -> list[Message]:
     """Everything in ActiveMQ.DLQ, read (and consumed) directly."""
-    direct = connect(activemq.url)
-    try:
-        return drain_messages(receiver(direct, DLQ, credit=10))
-    finally:
-        direct.close()
+    return left_on(activemq, DLQ)
 
 
 def left_on(activemq: ActiveMQ, address: str) -> list[Message]:

@@ -30,6 +30,7 @@ from .integration_support import (
     SQL,
     close,
     connect,
+    drain,
     eventually,
     nothing_more,
     receiver,
@@ -37,7 +38,6 @@ from .integration_support import (
     send,
     shapes,
     take,
-    take_all,
     take_until,
 )
 
@@ -76,7 +76,7 @@ def _left_on(broker_j: BrokerJ, queue: str) -> list[object]:
     """Everything still on a Broker-J queue, read there directly (and consumed)."""
     direct = _direct(broker_j)
     try:
-        return sorted(take_all(receiver(direct, queue)))
+        return sorted(drain(receiver(direct, queue)))
     finally:
         direct.close()
 
@@ -311,7 +311,7 @@ def test_no_local_across_the_relay_on_a_topic(relay: RelayProcess) -> None:
                    "alice's upstream subscription")
         for conn, who in ((alice, "a"), (bob, "b")):
             send(conn, address, [Message(body=f"{who}{i}") for i in range(3)])
-        assert take_all(alice_sub) == ["b0", "b1", "b2"]
+        assert drain(alice_sub) == ["b0", "b1", "b2"]
     finally:
         alice.close()
         bob.close()
