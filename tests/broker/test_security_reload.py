@@ -109,7 +109,7 @@ def test_sighup_applies_new_passwords_and_grants_and_keeps_a_bad_file_out(
                            'send = ["orders.#", "audit.#"]\nreceive = ["audit.#"]\n'
                            f'[users.carol]\npassword = "{hash_password("carol-pw")}"\n'
                            'send = ["audit.#"]\n')
-        broker_process.hangup_until("users file")
+        broker_process.hangup_until("reloaded: 2 user(s)")
         assert "reloaded: 2 user(s)" in broker_process.log()
 
         # The open connection is still alice, with the new grants on its next attach.
