@@ -149,6 +149,7 @@ class BrokerHandler(Handler):
                 link.close()
             else:
                 link.detach()
+        link.free()  # both ends are done: proton keeps the link in its session until freed
 
     @guarded
     def on_session_remote_close(self, event: Event) -> None:
@@ -167,6 +168,7 @@ class BrokerHandler(Handler):
             link = link.next(0)
         if session.state & _LOCAL_ACTIVE:
             session.close()
+        session.free()  # and with it the links it still had
 
     @guarded
     def on_connection_remote_close(self, event: Event) -> None:

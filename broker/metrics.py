@@ -21,6 +21,7 @@ from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from broker.nodes.registry import fold_deleted
 from broker.settings import parse_listen
 from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
@@ -132,6 +133,13 @@ class BrokerMetrics:
         counts = self.messages_in
         name = node.name
         counts[name] = counts.get(name, 0) + 1
+
+    def node_deleted(self, name: str) -> None:
+        """A (dynamic) node is gone: its counts join :data:`DELETED_NODES`'."""
+        with self._lock:
+            for counts in (self.messages_in, self._retired_out, self._retired_filtered,
+                           self._retired_errors):
+                fold_deleted(counts, name)
 
     def consumer_attached(self, consumer: Consumer, link_filter: LinkFilter | None) -> None:
         stats = link_filter.filter_set.stats if link_filter is not None else None

@@ -11,6 +11,7 @@ or the grace period ends.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -35,7 +36,7 @@ from broker.loop.proton_internals import Acceptor, listening_address, unbind_tra
 from broker.memory import default_max_memory
 from broker.nodes.budget import MemoryBudget
 from broker.nodes.node import NodeLimits
-from broker.nodes.registry import Registry
+from broker.nodes.registry import Registry, fold_deleted
 from broker.security.gate import SecureAcceptor
 from broker.security.setup import build_gate, reload_users, tls_listeners
 from filtex_proton import __version__
@@ -150,8 +151,10 @@ class Broker:
         """Messages stored per node (``--metrics`` and ``--console``; empty without both)."""
         if self.metrics is not None:
             self.links.count_in = self.metrics.message_in
+            self.registry.on_delete.append(self.metrics.node_deleted)
         elif config.console:
             self.links.count_in = self._count_in
+            self.registry.on_delete.append(functools.partial(fold_deleted, self.messages_in))
         self.console: ConsoleServer | None = None
         """``--console``: the management page and its JSON API (served once listening)."""
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()

@@ -22,6 +22,7 @@ from proton.reactor import Container
 
 from filtex_proton.matcher import NodeMatcher, Verdict  # filtex
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter  # filtex
+from filtex_proton.release import EndpointReleaser  # filtex: links freed when both ends close
 
 
 class Queue:
@@ -47,6 +48,9 @@ class Queue:
     def unsubscribe(self, sender: object) -> None:
         if self.consumers.pop(sender, None) is not None:
             self.matcher.unregister(sender)  # filtex
+
+    def unused(self) -> bool:
+        return not self.consumers and not self.messages
 
     def put(self, message: FilterMessage) -> None:
         candidates = frozenset(self.matcher.candidates(message))  # filtex
@@ -78,6 +82,9 @@ class Broker(MessagingHandler):  # type: ignore[misc]
         self.url = url
         self.queues: dict[str, Queue] = collections.defaultdict(Queue)
         self.plugin = FiltexPlugin()  # filtex
+        # Last of the handlers: tells us when a link is gone, then frees it (a long-lived
+        # connection would otherwise keep every link its client ever attached).
+        self.add(EndpointReleaser(on_link_gone=self._unsubscribe))  # filtex
 
     def on_start(self, event: object) -> None:
         event.container.listen(self.url)  # type: ignore[attr-defined]
@@ -121,11 +128,12 @@ class Broker(MessagingHandler):  # type: ignore[misc]
         queue.dispatch()
 
     def _unsubscribe(self, link: object) -> None:
-        for queue in self.queues.values():
+        address = link.source.address  # type: ignore[attr-defined]
+        queue = self.queues.get(address)
+        if queue is not None:
             queue.unsubscribe(link)
-
-    def on_link_closing(self, event: object) -> None:
-        self._unsubscribe(event.link)  # type: ignore[attr-defined]
+            if queue.unused():
+                del self.queues[address]  # addresses come and go (one per request, say)
 
     def on_connection_closing(self, event: object) -> None:
         self.on_disconnected(event)

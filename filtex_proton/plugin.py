@@ -219,6 +219,14 @@ class _RefusalEnforcer(Handler):
         if link.state & Endpoint.LOCAL_ACTIVE:
             link.close()
 
+    @staticmethod
+    def on_link_remote_close(event: Any) -> None:
+        """The peer has closed it too: free it (proton keeps a link in its session until
+        freed, and these events never reach the container's own handler)."""
+        event.link.free()
+
+    on_link_remote_detach = on_link_remote_close
+
     def on_unhandled(self, method: str, *args: Any) -> None:
         """Other events of a refused link need nothing from us."""
 

@@ -104,8 +104,9 @@ class Queue(Node):
         """Consumers with filters: below :data:`MATCHER_FROM`, messages skip the matcher."""
         self._dispatching = False
         self._again = False
-        self._owner: Node = owner if owner is not None else self
-        """Whose stalled producers to wake when room appears (a topic, for a subscription)."""
+        self._owner: Node | None = owner
+        """Whose stalled producers to wake when room appears: a subscription's topic (None:
+        the queue's own; not ``self``, a reference cycle only a full collection would free)."""
         self.journal: Journal | None = None
         """The node's log in the durable store (``--data-dir``), if it has one."""
 
@@ -170,7 +171,7 @@ class Queue(Node):
         holes = len(self._slots) - self.count
         if holes > _COMPACT_MIN and holes > self.count:
             self._compact()
-        owner = self._owner
+        owner = self._owner if self._owner is not None else self
         if owner.stalled:
             owner.room_available()
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import itertools
 import logging
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 from broker.nodes.budget import MemoryBudget
 from broker.nodes.entry import Entry
@@ -23,9 +24,20 @@ from broker.nodes.topic import Topic
 if TYPE_CHECKING:
     from broker.nodes.topic import Subscription
 
-__all__ = ["Registry"]
+__all__ = ["DELETED_NODES", "Registry", "fold_deleted"]
 
 log = logging.getLogger("filtex.broker")
+
+DELETED_NODES: Final = "dynamic/*"
+"""The one name the counters of every deleted (dynamic) node are folded into: per-node counts
+stay bounded however many temporary queues come and go, and their sums stay monotonic."""
+
+
+def fold_deleted(counts: dict[str, int], name: str) -> None:
+    """Move a deleted node's count to :data:`DELETED_NODES`."""
+    count = counts.pop(name, 0)
+    if count:
+        counts[DELETED_NODES] = counts.get(DELETED_NODES, 0) + count
 
 
 class Registry:
@@ -45,6 +57,8 @@ class Registry:
         """The durable store (``--data-dir``): new non-dynamic nodes log to it."""
         self._dynamic = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
+        self.on_delete: list[Callable[[str], None]] = []
+        """Told the name of each node deleted (counters keyed by node fold it away)."""
 
     def lookup(self, address: str) -> Node | None:
         return self.nodes.get(address)
@@ -78,6 +92,9 @@ class Registry:
             del self.nodes[node.name]
             depth = node.depth()
             node.destroy()
+            node.dynamic_owner = None  # the owner refers to the node: no cycle left behind
+            for forget in self.on_delete:
+                forget(node.name)
             log.info("deleted %s %r (%d messages held)", node.kind, node.name, depth)
 
     def dead_letter(self, entry: Entry, reason: str) -> None:

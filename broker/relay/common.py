@@ -4,6 +4,7 @@ that ``consumers`` and ``producers`` need not import ``upstream``, which creates
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from proton import (
@@ -106,15 +107,18 @@ class UpstreamPort(Protocol):
 
 
 class AttachDeadline(Handler):
-    """Refuses a dynamic attach the upstream has not answered in time (some never answer)."""
+    """Refuses a dynamic attach the upstream has not answered in time (some never answer).
+
+    It holds its link weakly: the timer stays scheduled after the attach is answered, and
+    must not keep a link that is gone (and all it held) alive until it fires."""
 
     def __init__(self, owner: RelayEnd) -> None:
         super().__init__()
-        self.owner = owner
+        self.owner = weakref.ref(owner)
 
     def on_timer_task(self, event: Event) -> None:
-        owner = self.owner
-        if owner.link.state & Endpoint.LOCAL_UNINIT and not owner.closed:
+        owner = self.owner()
+        if owner is not None and owner.link.state & Endpoint.LOCAL_UNINIT and not owner.closed:
             owner.upstream_closed(Condition(NOT_IMPLEMENTED, "relay mode: the upstream did not "
                                             f"answer a dynamic attach within {ATTACH_TIMEOUT} s"))
 

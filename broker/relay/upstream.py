@@ -162,6 +162,9 @@ class Upstream(Handler):
         self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
         """Our consumers of each upstream queue, indexed by their filters: a message one of
         them does not match is handed to a candidate, not offered to every link."""
+        self.indexed: dict[RelayConsumer, str] = {}
+        """The address each consumer is indexed under in :attr:`queue_consumers` (a dynamic
+        or looked-up source learns its address from the upstream's answer)."""
         self.sessions: dict[Any, Session] = {}
         """Sessions of detached links, waiting for the upstream's begin or end."""
         self.waiting: dict[RelayConsumer, None] = {}
@@ -249,6 +252,10 @@ class Upstream(Handler):
             owner = self._owner_of(link)
             if owner is not None:
                 owner.upstream_attached(link)
+                if isinstance(owner, RelayConsumer) and owner in self.indexed \
+                        and self.indexed[owner] != owner.address:
+                    self._unindex(owner)
+                    self._index(owner)
 
     def on_link_remote_close(self, event: Event) -> None:
         self._upstream_link_closed(event)
@@ -270,6 +277,7 @@ class Upstream(Handler):
                         link.name, condition.name, condition.description)
             if link.state & Endpoint.LOCAL_ACTIVE:
                 link.close()
+            link.free()
             self._open(owner)
             return
         if owner is not None:
@@ -278,6 +286,7 @@ class Upstream(Handler):
             owner.upstream_closed(condition)
         if link.state & Endpoint.LOCAL_ACTIVE:
             link.close()
+        link.free()  # both ends are done: proton keeps the link in its session until freed
 
     def _owner_of(self, link: Link) -> RelayLink | None:
         for owner in self.links:
@@ -355,6 +364,7 @@ class Upstream(Handler):
         self.sessions.pop(impl(session), None)
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
+        session.free()
         if not self.sessions and self.waiting:
             self._schedule_grace(SESSION_GRACE)
 
@@ -383,8 +393,7 @@ class Upstream(Handler):
     def track(self, relay_link: RelayLink) -> None:
         self.links[relay_link] = None
         if isinstance(relay_link, RelayConsumer) and not relay_link.copies:
-            matcher = self.queue_consumers.setdefault(relay_link.address, NodeMatcher())
-            matcher.register(relay_link, relay_link.filter)
+            self._index(relay_link)
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
             self.offer_held(relay_link)
 
@@ -529,12 +538,21 @@ class Upstream(Handler):
         self.links.pop(relay_link, None)
         if isinstance(relay_link, RelayConsumer):
             self.waiting.pop(relay_link, None)
-        if isinstance(relay_link, RelayConsumer):
-            matcher = self.queue_consumers.get(relay_link.address)
-            if matcher is not None:
-                matcher.unregister(relay_link)
-                if not len(matcher):
-                    del self.queue_consumers[relay_link.address]
+            self._unindex(relay_link)
+
+    def _index(self, consumer: RelayConsumer) -> None:
+        matcher = self.queue_consumers.setdefault(consumer.address, NodeMatcher())
+        matcher.register(consumer, consumer.filter)
+        self.indexed[consumer] = consumer.address
+
+    def _unindex(self, consumer: RelayConsumer) -> None:
+        address = self.indexed.pop(consumer, None)
+        if address is None:
+            return
+        matcher = self.queue_consumers[address]
+        matcher.unregister(consumer)
+        if not len(matcher):
+            del self.queue_consumers[address]
 
     # -- attaching downstream links --------------------------------------------------------
 
