@@ -55,6 +55,10 @@ class KnownBroker:
     topic_selectors: bool = True
     """Evaluates a selector on a topic subscription as on a queue. Without it a topic
     consumer's selector is not pushed down (its non-matches are skipped here instead)."""
+    ended_channels_safe: bool = True
+    """A session begun on the channel number of one just ended gets its own frames. Without
+    it (and for an unknown product) a new consumer session waits until the upstream has
+    answered every session end (``broker.relay.upstream.SessionGrace``)."""
 
 
 KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
@@ -86,7 +90,7 @@ KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (
                 "releases it to the others"),
     KnownBroker("RabbitMQ", frozenset({"rabbitmq"}),
                 False, "ignores source filters but echoes them in the attach reply",
-                browses=False, dynamic_nodes=False,
+                browses=False, dynamic_nodes=False, ended_channels_safe=False,
                 undeliverable_note="3.10.8 ends the session on modified (observed); later "
                 "releases dead-letter or drop an undeliverable-here message"),
     KnownBroker("filtex-broker", frozenset({"filtex-broker"}),

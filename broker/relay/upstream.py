@@ -438,8 +438,8 @@ class Upstream(Handler):
         if reason is not None:
             relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
             return False
-        if wait and isinstance(relay_link, RelayConsumer) and (
-                self.sessions or self.grace is not None):
+        if wait and isinstance(relay_link, RelayConsumer) and self._waits_for_session_ends() \
+                and (self.sessions or self.grace is not None):
             # A new session would take the channel number of one being ended, and RabbitMQ
             # 3.10 may hand its frames to the old session (it then detaches the new links and
             # the connection fails with "no such channel"): wait until those ends are answered.
@@ -453,6 +453,11 @@ class Upstream(Handler):
         elif self.producer_connection is not None:
             relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
+
+    def _waits_for_session_ends(self) -> bool:
+        """Whether new consumer sessions wait for session ends to be answered (see
+        :class:`SessionGrace`): for RabbitMQ 3.10 and any upstream we do not know."""
+        return self.product is None or not self.product.ended_channels_safe
 
     def topic_address(self, address: str) -> str:
         return topic_address(address, self.properties)

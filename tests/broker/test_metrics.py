@@ -136,6 +136,31 @@ def test_topic_subscriptions_are_counted_per_topic(metered: RunningBroker) -> No
     conn.close()
 
 
+def test_deleted_dynamic_nodes_fold_into_one_series(metered: RunningBroker) -> None:
+    """A temporary queue per request must not grow /metrics: a dynamic node's counts move to
+    ``node="dynamic/*"`` when it is deleted, and the totals never go down."""
+    conn = connect(metered.url)
+    names = []
+    for round_trip in range(3):
+        reply = conn.create_receiver(None, dynamic=True, credit=10, name=f"reply-{round_trip}")
+        address = reply.link.remote_source.address
+        names.append(address)
+        sender = conn.create_sender(address)
+        send(sender, message(f"r{round_trip}"), message("x"))
+        assert bodies(reply, 2) == [f"r{round_trip}", "x"]
+        live = scrape(metered)
+        assert value(live, "filtex_messages_in_total", node=address) == 2
+        assert value(live, "filtex_messages_in_total", node="dynamic/*") == 2 * round_trip
+        sender.close()
+        reply.close()
+    samples = scrape(metered)
+    assert value(samples, "filtex_messages_in_total", node="dynamic/*") == 6
+    assert value(samples, "filtex_messages_out_total", node="dynamic/*") == 6
+    named = {dict(labels).get("node") for _, labels in samples}
+    assert not named & set(names), "a deleted dynamic node still has series of its own"
+    conn.close()
+
+
 def test_the_endpoint_stops_with_the_broker(broker_factory: BrokerFactory) -> None:
     running = broker_factory(metrics="127.0.0.1:0")
     assert scrape(running)  # serving
