@@ -67,7 +67,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 
 @pytest.fixture(scope="module")
-def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, BrokerProcess]]:
+def relay(tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[tuple[BrokerProcess, BrokerProcess]]:
     upstream = BrokerProcess(tmp_path_factory.mktemp("upstream"), "--log-level", "ERROR")
     upstream.start()
     relay = BrokerProcess(tmp_path_factory.mktemp("relay"), "--log-level", "ERROR",
