@@ -31,6 +31,9 @@ def broker_factory() -> Iterator[BrokerFactory]:
     started: list[RunningBroker] = []
 
     def make(**overrides: Any) -> RunningBroker:
+        # A test's clients are not pumped at teardown, so none answers the broker's close:
+        # the grace would only be waited out (5 s by default, per broker).
+        overrides.setdefault("shutdown_grace", 0.5)
         config = BrokerConfig(listen=(("127.0.0.1", 0),), **overrides)
         broker = Broker(config)
         thread = broker.start_in_thread()

@@ -1,24 +1,23 @@
-"""The Qpid JMS scenarios through the relay, in front of ActiveMQ Artemis 2.40 and of
-filtex-broker.
+"""The Qpid JMS scenarios through the relay, in front of ActiveMQ Artemis 2.40.
 
 The relay forwards the client's node capabilities (``queue``, ``topic``,
 ``temporary-queue``) so that Artemis picks anycast or multicast as for Qpid JMS itself,
 answers a topic consumer's attach once the upstream subscription exists, forwards drains,
 relays durable subscriptions under a name that says whose they are, and filters locally
 what it does not push down; shared subscriptions are refused (docs/BROKER.md, "Qpid JMS").
-One relay process and one JVM per upstream.
+One relay process and one JVM. The relay in front of filtex-broker is tested by
+``tests/relay`` and ``tests/broker/test_link_memory.py``; Qpid JMS against filtex-broker itself by
+``test_jms_broker``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from upstreams.artemis import Artemis
 
-from ..broker.fault_clients import BrokerProcess
 from ..integration.integration_support import relay
 from .jms_support import (
     SELECTORS,
@@ -33,22 +32,13 @@ from .jms_support import (
 )
 
 
-@pytest.fixture(scope="module", params=["artemis", "filtex-broker"])
-def results(request: pytest.FixtureRequest, jms_classpath: str,
+@pytest.fixture(scope="module")
+def results(artemis: Artemis, jms_classpath: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[Results]:
-    workdir = tmp_path_factory.mktemp(f"jms-relay-{request.param}")
-    if request.param == "artemis":
-        artemis: Artemis = request.getfixturevalue("artemis")
-        with relay(workdir, artemis.url, "--upstream-user", artemis.user,
-                   "--upstream-password", artemis.password) as url:
-            yield run_scenarios(jms_classpath, url)
-        return
-    upstream = BrokerProcess(Path(workdir))
-    try:
-        with relay(workdir, f"amqp://{upstream.start()}") as url:
-            yield run_scenarios(jms_classpath, url)
-    finally:
-        upstream.stop()
+    workdir = tmp_path_factory.mktemp("jms-relay-artemis")
+    with relay(workdir, artemis.url, "--upstream-user", artemis.user,
+               "--upstream-password", artemis.password) as url:
+        yield run_scenarios(jms_classpath, url)
 
 
 @pytest.mark.parametrize(("label", "selector", "expected"), SELECTORS,

@@ -3,9 +3,11 @@
 The cluster is pyspark's own master and worker classes (``bin/spark-class``), one master and one
 worker on 127.0.0.1, started for this module and stopped after it, every wait bounded. Each
 command on the cluster runs as a fresh ``filtex-spark`` process, as a user would run it:
-``select --count`` and ``replay`` on the Column path and on the UDF path (whose Python workers run
-in the executor the worker starts), each compared with the same command in local mode (run in
-this process, on the test session) and with the engine.
+``select --count`` on the Column path and ``replay`` on the UDF path (whose Python workers run in
+the executor the worker starts), each compared with the same command in local mode (run in this
+process, on the test session) and with the engine. Each command on the cluster costs a driver
+and an executor JVM (about 40 s here): the two commands and the two paths are each run once
+rather than in every combination, which ``test_spark_cli`` covers in local mode.
 """
 
 from __future__ import annotations
@@ -34,8 +36,6 @@ pytestmark = pytest.mark.slow
 
 STARTUP_SECONDS = 120
 COMMAND_SECONDS = 300
-#: The Column path translates this; the UDF path runs the engine on the executor.
-PATHS = ["column", "udf"]
 
 
 @dataclass
@@ -137,19 +137,20 @@ def in_local_mode(*argv: str) -> str:
     return out
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_select_count_on_the_cluster_equals_local_mode(
-        spark: SparkSession, cluster: Cluster, corpus: Corpus, path: str) -> None:
+def test_select_count_on_the_column_path_of_the_cluster_equals_local_mode(
+        spark: SparkSession, cluster: Cluster, corpus: Corpus) -> None:
+    """The Column path: the filter translated to Spark SQL, evaluated by the executor's JVM."""
     argv = ("select", "--archive", str(corpus.directory), "--filter", FILTER, "--count",
-            "--path", path)
+            "--path", "column")
     counts = [on_the_cluster(cluster, *argv).splitlines()[-1],
               in_local_mode(*argv).splitlines()[-1]]
     assert counts[0] == counts[1] == str(len(expected_bytes(corpus, FILTER)))
 
 
-@pytest.mark.parametrize("path", PATHS)
-def test_replay_from_the_cluster_equals_local_mode(
-        spark: SparkSession, cluster: Cluster, corpus: Corpus, path: str) -> None:
+def test_replay_on_the_udf_path_of_the_cluster_equals_local_mode(
+        spark: SparkSession, cluster: Cluster, corpus: Corpus) -> None:
+    """The UDF path: the engine itself runs in the Python workers of the cluster's executor."""
+    path = "udf"
     got = []
     for where in (on_the_cluster, in_local_mode):
         sink = Sink(free_port())
