@@ -4,7 +4,7 @@ that ``consumers`` and ``producers`` need not import ``upstream``, which creates
 
 from __future__ import annotations
 
-import weakref
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from proton import (
@@ -107,20 +107,15 @@ class UpstreamPort(Protocol):
 
 
 class AttachDeadline(Handler):
-    """Refuses a dynamic attach the upstream has not answered in time (some never answer).
+    """The timer of the dynamic attaches waiting for the upstream's answer (some upstreams
+    never answer one): when it fires, the upstream refuses those whose time is up."""
 
-    It holds its link weakly: the timer stays scheduled after the attach is answered, and
-    must not keep a link that is gone (and all it held) alive until it fires."""
-
-    def __init__(self, owner: RelayEnd) -> None:
+    def __init__(self, expire: Callable[[], None]) -> None:
         super().__init__()
-        self.owner = weakref.ref(owner)
+        self.expire = expire
 
     def on_timer_task(self, event: Event) -> None:
-        owner = self.owner()
-        if owner is not None and owner.link.state & Endpoint.LOCAL_UNINIT and not owner.closed:
-            owner.upstream_closed(Condition(NOT_IMPLEMENTED, "relay mode: the upstream did not "
-                                            f"answer a dynamic attach within {ATTACH_TIMEOUT} s"))
+        self.expire()
 
 
 class UpstreamSide:

@@ -57,8 +57,8 @@ log = logging.getLogger("filtex.broker.relay")
 class RelayProducer(Producer):
     """A downstream link the broker receives on, forwarded to an upstream sender."""
 
-    __slots__ = ("__weakref__", "address", "capabilities", "client_origin", "dynamic",
-                 "inflight", "outbox", "up", "up_impl", "up_tags", "upstream")
+    __slots__ = ("address", "capabilities", "client_origin", "dynamic", "inflight", "outbox",
+                 "up", "up_impl", "up_tags", "upstream")
 
     def __init__(self, link: Receiver, upstream: UpstreamPort, address: str | None, *, origin: int,
                  registry: Registry, window: int, max_size: int, dynamic: bool = False,

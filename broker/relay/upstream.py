@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import time
 from typing import TYPE_CHECKING, Any, Final
 
 from proton import (
@@ -162,6 +163,9 @@ class Upstream(Handler):
         self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
         """Our consumers of each upstream queue, indexed by their filters: a message one of
         them does not match is handed to a candidate, not offered to every link."""
+        self.awaiting: dict[RelayLink, float] = {}
+        """Dynamic attaches sent upstream and not answered yet, with their deadline."""
+        self.deadline_pending = False
         self.indexed: dict[RelayConsumer, str] = {}
         """The address each consumer is indexed under in :attr:`queue_consumers` (a dynamic
         or looked-up source learns its address from the upstream's answer)."""
@@ -251,6 +255,7 @@ class Upstream(Handler):
                      (link.remote_source if link.is_receiver else link.remote_target).address)
             owner = self._owner_of(link)
             if owner is not None:
+                self.awaiting.pop(owner, None)
                 owner.upstream_attached(link)
                 if isinstance(owner, RelayConsumer) and owner in self.indexed \
                         and self.indexed[owner] != owner.address:
@@ -473,9 +478,32 @@ class Upstream(Handler):
         return True
 
     def answer_by(self, relay_link: RelayLink) -> None:
-        """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach."""
-        if self.container is not None:
-            self.container.schedule(ATTACH_TIMEOUT, AttachDeadline(relay_link))
+        """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach. One timer
+        serves every waiting link (in arrival order, so deadline order): an answered or
+        detached link is forgotten at once, not held by a timer of its own until it fires."""
+        if self.container is None:
+            return
+        self.awaiting[relay_link] = time.monotonic() + ATTACH_TIMEOUT
+        if not self.deadline_pending:
+            self.deadline_pending = True
+            self.container.schedule(ATTACH_TIMEOUT, AttachDeadline(self.expire_attaches))
+
+    def expire_attaches(self) -> None:
+        """Refuse the dynamic attaches the upstream has not answered in time."""
+        self.deadline_pending = False
+        now = time.monotonic()
+        while self.awaiting:
+            relay_link, deadline = next(iter(self.awaiting.items()))
+            if deadline > now:
+                if self.container is not None:
+                    self.deadline_pending = True
+                    self.container.schedule(deadline - now, AttachDeadline(self.expire_attaches))
+                return
+            del self.awaiting[relay_link]
+            if relay_link.link.state & Endpoint.LOCAL_UNINIT and not relay_link.closed:
+                relay_link.upstream_closed(Condition(
+                    NOT_IMPLEMENTED, "relay mode: the upstream did not answer a dynamic attach "
+                    f"within {ATTACH_TIMEOUT} s"))
 
     def unsupported(self, *, browse: bool = False, dynamic: bool = False,
                     anonymous: bool = False) -> str | None:
@@ -541,6 +569,7 @@ class Upstream(Handler):
 
     def forget(self, relay_link: RelayLink) -> None:
         self.links.pop(relay_link, None)
+        self.awaiting.pop(relay_link, None)
         if isinstance(relay_link, RelayConsumer):
             self.waiting.pop(relay_link, None)
             self._unindex(relay_link)
