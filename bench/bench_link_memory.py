@@ -151,6 +151,7 @@ def main() -> int:
         return 2
     trees = [("after", REPO)] + ([("before", args.before.resolve())] if args.before else [])
     results: dict[tuple[str, str, str], float] = {}
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the servers, print the table
     try:
         for server in servers:
             for tree_name, tree in trees:
@@ -164,7 +165,7 @@ def main() -> int:
                         print(f"  {server:8s} {tree_name:6s} {kind:11s} {grown:8.0f} B/cycle",
                               flush=True)
     except KeyboardInterrupt:
-        print("bench: interrupted; the table has what was measured", file=sys.stderr)
+        print("bench: stopped; the table has what was measured", file=sys.stderr)
     before = len(trees) > 1
     header = f"{'kind':11s}" + "".join(
         f" {s + ' ' + t:>15s}" for s in servers for t, _ in trees) + "".join(

@@ -33,12 +33,23 @@ stays flat too and a long run stays as fast as a short one.
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from proton import Data, Delivery, Described, Endpoint, Handler, Message, Terminus, symbol
+from proton import (
+    Data,
+    Delivery,
+    Described,
+    Endpoint,
+    Handler,
+    Message,
+    ProtonException,
+    Terminus,
+    symbol,
+)
 from proton.utils import BlockingConnection
 
 TIMEOUT: Final = 30.0
@@ -303,8 +314,11 @@ def growth_per_cycle(pids: Sequence[int], url: str, kind: str, *, warmup: int,
         start = [resident_bytes(pid) for pid in pids]
         churn.run(cycles)
         end = [resident_bytes(pid) for pid in pids]
-    finally:
-        churn.close()
+    except BaseException:  # a failure or a stop: the client's cycles are not waited for
+        churn.process.kill()
+        churn.process.wait()
+        raise
+    churn.close()
     return [(after - before) / cycles for before, after in zip(start, end, strict=True)]
 
 
@@ -316,13 +330,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", required=True, help="the broker, HOST:PORT")
     parser.add_argument("--kind", required=True, choices=KINDS, help="what one cycle does")
     args = parser.parse_args(argv)
-    churn = Churn(args.url, args.kind)
-    print("ready", flush=True)
-    for line in sys.stdin:
-        for _ in range(int(line)):
-            churn.cycle()
-        print(f"done {churn.cycles}", flush=True)
-    churn.connection.close()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        churn = Churn(args.url, args.kind)
+        print("ready", flush=True)
+        for line in sys.stdin:
+            if not line.strip().isdigit():
+                print(f"link_churn.py: {line.strip()!r} is not a number of cycles",
+                      file=sys.stderr)
+                return 2
+            for _ in range(int(line)):
+                churn.cycle()
+            print(f"done {churn.cycles}", flush=True)
+        churn.connection.close()
+    except KeyboardInterrupt:
+        return 0
+    except (ProtonException, SystemExit, OSError) as exc:
+        if isinstance(exc, SystemExit) and not isinstance(exc.code, str):
+            raise
+        print(f"link_churn.py: {args.url}: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
