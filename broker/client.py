@@ -8,11 +8,19 @@ unsettled message when the connection drops without detaching its links.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Final, Protocol
 
-from proton import Connection, Link
+from proton import Condition, Connection, Link
 
-__all__ = ["Attached", "ClientConnection"]
+__all__ = ["Attached", "ClientConnection", "is_idle_timeout"]
+
+RESOURCE_LIMIT: Final = "amqp:resource-limit-exceeded"
+
+
+def is_idle_timeout(condition: Condition) -> bool:
+    """Proton's own transport condition when nothing arrived for the local idle-timeout
+    (``--idle-timeout``, ``--upstream-idle-timeout``)."""
+    return condition.name == RESOURCE_LIMIT and "idle-timeout" in (condition.description or "")
 
 
 class Attached(Protocol):

@@ -71,6 +71,11 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
                    "memory)"),
     "dead_letter_address": (str, "node for rejected messages ('' disables)"),
     "shutdown_grace": (float, "seconds to wait for peers on shutdown"),
+    "idle_timeout": (float, "close a client connection that sends nothing (not even a "
+                     "heartbeat) for this many seconds; what it held goes to other consumers "
+                     "(0: never)"),
+    "upstream_idle_timeout": (float, "relay mode: give up an upstream that sends nothing for "
+                              "this many seconds and reconnect (0: never)"),
     "upstream": (str, "relay mode: amqp://HOST:PORT of the broker holding the nodes"),
     "upstream_user": (str, "relay mode: SASL PLAIN user for the upstream"),
     "upstream_password": (str, "relay mode: SASL PLAIN password for the upstream"),
@@ -339,6 +344,13 @@ def _validate(config: BrokerConfig) -> None:
     if config.evaluation_error_action not in ACTIONS:
         raise ConfigError(f"evaluation_error_action {config.evaluation_error_action!r} is not "
                           "log or close")
+    for name in ("idle_timeout", "upstream_idle_timeout"):
+        seconds = getattr(config, name)
+        if not 0 <= seconds < float("inf"):
+            raise ConfigError(f"{name} must be a number of seconds, 0 or more (0: never), "
+                              f"not {seconds!r}")
+        if 0 < seconds < 0.01:
+            raise ConfigError(f"{name} {seconds!r} is below Proton's resolution (0.01 s)")
     if config.evaluation_error_interval <= 0:
         raise ConfigError("evaluation_error_interval must be positive")
     if config.metrics:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from proton import Condition, Endpoint, Handler
 
-from broker.client import ClientConnection
+from broker.client import ClientConnection, is_idle_timeout
 from broker.links import LinkManager, LinkState
 
 if TYPE_CHECKING:
@@ -39,6 +39,10 @@ class Served(Protocol):
     def unregister(self, link: Link) -> None: ...
 
     def connection_gone(self, connection: Connection | None) -> None: ...
+
+    def idle_expired(self, connection: Connection | None) -> None:
+        """The peer sent nothing for the idle-timeout: Proton closes the connection."""
+        ...
 
     @property
     def links(self) -> LinkManager:
@@ -187,7 +191,11 @@ class BrokerHandler(Handler):
     def on_transport_error(self, event: Event) -> None:
         transport = event.transport
         condition = transport.condition if transport is not None else None
-        if condition is not None and condition.name != "amqp:connection:framing-error":
+        if condition is None:
+            return
+        if is_idle_timeout(condition):
+            self.broker.idle_expired(event.connection)
+        elif condition.name != "amqp:connection:framing-error":
             log.info("transport error: %s: %s", condition.name, condition.description)
 
     # -- the hot path --------------------------------------------------------------------

@@ -72,6 +72,7 @@ class BrokerSnapshot:
     induced_errors: int
     connections_closed_for_errors: int
     archive: Archiver | None
+    connections_closed_idle: int = 0
     memory_accounted: int = 0
     """``--max-memory``: what the held messages cost, as the broker accounts it."""
     memory_limit: int = 0
@@ -202,6 +203,9 @@ class BrokerMetrics:
         yield _counter("filtex_connections_closed_for_errors",
                        "Producing connections closed for inducing evaluation errors", None,
                        {"": state.connections_closed_for_errors})
+        yield _counter("filtex_connections_closed_idle",
+                       "Client connections closed because the peer sent nothing for "
+                       "--idle-timeout", None, {"": state.connections_closed_idle})
         yield _gauge("filtex_memory_accounted_bytes", "What the messages held cost, as the "
                      "broker accounts it (bytes, entries and decoded sections)", None,
                      {"": state.memory_accounted})

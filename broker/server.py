@@ -160,6 +160,8 @@ class Broker:
         self._calls: deque[tuple[Callable[[], Any], Future[Any]]] = deque()
         """Work other threads asked the reactor thread to do (:meth:`submit`)."""
         self.clients: dict[int, ClientConnection] = {}
+        self.idle_closes = 0
+        """Connections closed because the peer sent nothing for ``--idle-timeout``."""
         self.addresses: list[tuple[str, int]] = []
         """The bound (host, port) of each listener, once :attr:`ready` is set."""
         self.ready = threading.Event()
@@ -235,6 +237,7 @@ class Broker:
             connections=len(self.clients),
             induced_errors=self.induced_errors.total(),
             connections_closed_for_errors=self.induced_errors.closed,
+            connections_closed_idle=self.idle_closes,
             archive=self.archive,
             memory_accounted=self.budget.accounted,
             memory_limit=self.budget.limit or 0,
@@ -398,6 +401,8 @@ class Broker:
         connection.broker_client = client
         self.clients[origin] = client
         connection.container = self.config.container_id
+        if self.config.idle_timeout and connection.transport is not None:
+            connection.transport.idle_timeout = self.config.idle_timeout  # declared as half
         # SHARED-SUBS: Qpid JMS creates shared subscriptions only if offered (not relayed)
         connection.offered_capabilities = [ANONYMOUS_RELAY] if self.links.upstream is not None \
             else [ANONYMOUS_RELAY, SHARED_SUBS]
@@ -407,6 +412,20 @@ class Broker:
         self.plugin.offer_capabilities(connection)
         connection.open()
         log.info("connection %d opened from %s", origin, client.label)
+
+    def idle_expired(self, connection: Connection | None) -> None:
+        """Nothing arrived from the peer for ``--idle-timeout`` (a hung or frozen process, a
+        host behind a partition): Proton closes the connection with
+        ``amqp:resource-limit-exceeded``. What its links held is given back now, not when the
+        socket goes (Proton keeps it for another timeout, for the peer's close that a silent
+        peer never sends)."""
+        self.idle_closes += 1
+        client = client_of(connection)
+        log.warning("connection %s closed: nothing received from %s for %g s (idle-timeout); "
+                    "what its links held goes back to their nodes",
+                    client.origin if client is not None else "?",
+                    client.label if client is not None else "the peer", self.config.idle_timeout)
+        self.connection_gone(connection)
 
     def connection_gone(self, connection: Connection | None) -> None:
         """Closed by the peer or dropped: give back what its links held."""

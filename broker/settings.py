@@ -56,6 +56,14 @@ class BrokerConfig:
     """Where rejected messages go; empty disables it (they are then logged and dropped)."""
     shutdown_grace: float = 5.0
     """Seconds to wait for peers to answer our close on SIGINT/SIGTERM."""
+    idle_timeout: float = 60.0
+    """Seconds a client connection may send nothing (not even an empty frame) before it is
+    closed with ``amqp:resource-limit-exceeded``, and what it held goes to other consumers
+    (0: never). Declared in our open frame as half of it, as Proton does, so that a peer's
+    heartbeats come at least twice per timeout."""
+    upstream_idle_timeout: float = 30.0
+    """Relay mode: the same for the upstream connection; a silent upstream is given up and
+    reconnected to, as after a restart (0: never)."""
     disabled: tuple[str, ...] = ()
     """Filter types (``amqp:sql-filter``) or families (``AMQP_FILTEX_SQL_V1_0``) switched off."""
     limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)

@@ -148,8 +148,27 @@ def _run(args: argparse.Namespace, workdir: Path, stop: _Stop) -> int:
         upstream.stop()
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse(argv: Sequence[str]) -> argparse.Namespace:
+    """The arguments; everything after the first ``--`` goes to filtex-broker as it is
+    (argparse alone gives a ``nargs="*"`` positional nothing once options come between it and
+    the broker's name)."""
+    argv = list(argv)
+    relay_args: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, relay_args = argv[:cut], argv[cut + 1:]
     args = _parser().parse_args(argv)
+    if args.relay_args:
+        _parser().error(f"unrecognized arguments: {' '.join(args.relay_args)} (filtex-broker's "
+                        "arguments go after --)")
+    args.relay_args = relay_args
+    if relay_args and args.relay is None:
+        _parser().error("arguments after -- are filtex-broker's: they need --relay HOST:PORT")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
     reason = java_missing()
     if reason is not None:
         print(f"python -m upstreams: {reason}", file=sys.stderr)

@@ -76,7 +76,9 @@ def overview_json(state: Overview, describer: Describer) -> dict[str, Any]:
     answer = {
         "time": state.time, "broker": {"container_id": state.container_id,
                                        "version": state.version,
-                                       "connections": state.connections},
+                                       "connections": state.connections,
+                                       "connections_closed_idle":
+                                           state.connections_closed_idle},
         "nodes": [_node_json(node, describer) for node in nodes],
         "refusals": {"counts": state.refusal_counts, "recent": [
             {"time": r.at, "link": r.link, "address": r.address, "reason": r.reason,

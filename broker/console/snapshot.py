@@ -40,6 +40,7 @@ class Inspected(Protocol):
     plugin: FiltexPlugin
     clients: dict[int, ClientConnection]
     messages_in: dict[str, int]
+    idle_closes: int
 
 
 @dataclass(slots=True)
@@ -85,6 +86,7 @@ class Overview:
     container_id: str
     version: str
     connections: int
+    connections_closed_idle: int
     nodes: list[NodeCopy]
     refusals: list[Refusal]
     refusal_counts: dict[str, int]
@@ -191,13 +193,15 @@ def overview(broker: Inspected) -> Overview:
         counts[reason] = counts.get(reason, 0) + count
     return Overview(
         time=time.time(), container_id=broker.config.container_id, version=__version__,
-        connections=len(broker.clients), nodes=nodes, refusals=refusals,
+        connections=len(broker.clients), connections_closed_idle=broker.idle_closes,
+        nodes=nodes, refusals=refusals,
         refusal_counts=counts,
         upstream=None if upstream is None else {
             "url": broker.config.upstream, "connected": bool(upstream.ready),
             "product": upstream.product.label if upstream.product is not None else None,
             "offers_selectors": "APACHE.ORG:SELECTOR" in upstream.offered,
-            "pushdown": bool(upstream.pushdown), "mode": broker.config.upstream_selector})
+            "pushdown": bool(upstream.pushdown), "mode": broker.config.upstream_selector,
+            "idle_losses": upstream.idle_losses})
 
 
 def _relay_nodes(relayed: list[RelayConsumer], peer: dict[int, tuple[int, str]],

@@ -82,7 +82,7 @@ from proton import (
     Terminus,
 )
 
-from broker.client import ClientConnection
+from broker.client import ClientConnection, is_idle_timeout
 from broker.loop.engine import impl
 from broker.nodes.registry import Registry
 from broker.relay.brokers import (
@@ -177,6 +177,9 @@ class Upstream(Handler):
         self.grace: SessionGrace | None = None
         self.backoff = BACKOFF_MIN
         self.stopping = False
+        self.idle_losses = 0
+        """Upstream connections given up because the upstream sent nothing for
+        ``--upstream-idle-timeout`` (a hung broker, a partition)."""
 
     # -- the connection ---------------------------------------------------------------
 
@@ -189,6 +192,9 @@ class Upstream(Handler):
             return
         kwargs: dict[str, Any] = {"reconnect": False, "container_id":
                                   f"{self.config.container_id}-relay"}
+        if self.config.upstream_idle_timeout:
+            # declared (as half) in our open frame; Proton gives the upstream up after it
+            kwargs["heartbeat"] = self.config.upstream_idle_timeout
         if self.config.upstream_user:
             kwargs.update(user=self.config.upstream_user,
                           password=self.config.upstream_password,
@@ -314,7 +320,13 @@ class Upstream(Handler):
     def on_transport_error(self, event: Event) -> None:
         transport = event.transport
         condition = transport.condition if transport is not None else None
-        if condition is not None:
+        if condition is None:
+            return
+        if is_idle_timeout(condition):
+            self.idle_losses += 1
+            log.warning("upstream %s sent nothing for %g s (upstream-idle-timeout): giving the "
+                        "connection up", self.config.upstream, self.config.upstream_idle_timeout)
+        else:
             log.warning("upstream transport error: %s: %s", condition.name,
                         condition.description)
 

@@ -144,7 +144,9 @@ async function poll() {
     const state = await api("/api/overview");
     const seconds = previous ? state.time - previous.time : 0;
     document.getElementById("broker").textContent =
-      `${state.broker.container_id} ${state.broker.version}, ${state.broker.connections} connection(s)`;
+      `${state.broker.container_id} ${state.broker.version}, ${state.broker.connections} connection(s)` +
+      (state.broker.connections_closed_idle
+        ? `, ${state.broker.connections_closed_idle} closed for idle-timeout` : "");
     renderUpstream(state);
     renderNodes(state, seconds);
     renderLinks(state, seconds);
