@@ -23,7 +23,6 @@ Linux only (``/proc``).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import signal
 import socket
@@ -36,12 +35,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
+from link_churn import KINDS, growth_per_cycle
+
 REPO: Final = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("link_churn", Path(__file__).with_name(
-    "link_churn.py"))
-assert _spec is not None and _spec.loader is not None
-link_churn = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(link_churn)
 
 SERVERS: Final = ("broker", "relay", "example")
 EXAMPLE_KINDS: Final = frozenset({"connection", "session", "receiver", "sender", "refused",
@@ -128,8 +124,8 @@ def main() -> int:
                "python bench/bench_link_memory.py --before /tmp/before --kinds receiver,dynamic")
     parser.add_argument("--warmup", type=int, default=300, help="cycles before measuring")
     parser.add_argument("--cycles", type=int, default=2000, help="cycles measured")
-    parser.add_argument("--kinds", default=",".join(link_churn.KINDS),
-                        help="comma-separated, from: " + ", ".join(link_churn.KINDS))
+    parser.add_argument("--kinds", default=",".join(KINDS),
+                        help="comma-separated, from: " + ", ".join(KINDS))
     parser.add_argument("--servers", default=",".join(SERVERS),
                         help="comma-separated, from: " + ", ".join(SERVERS))
     parser.add_argument("--before", type=Path, metavar="DIR",
@@ -137,7 +133,7 @@ def main() -> int:
     args = parser.parse_args()
     kinds = [k for k in args.kinds.split(",") if k]
     servers = [s for s in args.servers.split(",") if s]
-    for name, known in (("kind", link_churn.KINDS), ("server", SERVERS)):
+    for name, known in (("kind", KINDS), ("server", SERVERS)):
         chosen = kinds if name == "kind" else servers
         unknown = [c for c in chosen if c not in known]
         if unknown:
@@ -159,7 +155,7 @@ def main() -> int:
                     for kind in kinds:
                         if server == "example" and kind not in EXAMPLE_KINDS:
                             continue
-                        grown = link_churn.growth_per_cycle(
+                        grown = growth_per_cycle(
                             [pid], url, kind, warmup=args.warmup, cycles=args.cycles)[0]
                         results[(server, tree_name, kind)] = grown
                         print(f"  {server:8s} {tree_name:6s} {kind:11s} {grown:8.0f} B/cycle",

@@ -10,6 +10,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from proton import Message
 from proton.utils import BlockingConnection
 
@@ -89,22 +90,15 @@ def test_a_client_that_only_heartbeats_stays_connected(tmp_path: Path) -> None:
     assert "idle-timeout" not in log, log
 
 
-def test_idle_timeout_zero_declares_none(tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path, "--idle-timeout", "0")
-    url = broker.start()
-    connection = BlockingConnection(url, timeout=TIMEOUT)
+@pytest.mark.parametrize(("flags", "declared"), [
+    ((), 30.0),  # the default 60 s: a client is told to send something every 30 s
+    (("--idle-timeout", "0"), 0.0),  # off: nothing declared
+], ids=["default", "off"])
+def test_the_open_frame_declares_half_the_idle_timeout(
+        tmp_path: Path, flags: tuple[str, ...], declared: float) -> None:
+    broker = BrokerProcess(tmp_path, *flags)
+    connection = BlockingConnection(broker.start(), timeout=TIMEOUT)
     assert connection.conn.transport is not None
-    assert connection.conn.transport.remote_idle_timeout == 0
-    connection.close()
-    assert broker.stop() == 0
-
-
-def test_the_default_is_declared_as_thirty_seconds(tmp_path: Path) -> None:
-    """The default --idle-timeout of 60 s: a client is told to send something every 30 s."""
-    broker = BrokerProcess(tmp_path)
-    url = broker.start()
-    connection = BlockingConnection(url, timeout=TIMEOUT)
-    assert connection.conn.transport is not None
-    assert connection.conn.transport.remote_idle_timeout == 30
+    assert connection.conn.transport.remote_idle_timeout == declared
     connection.close()
     assert broker.stop() == 0
