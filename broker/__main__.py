@@ -13,6 +13,7 @@ from broker.config import ConfigError, describe, load_config
 from broker.loop.contract import EventLoopError
 from broker.loop.proton_internals import InternalsError
 from broker.server import Broker
+from broker.store.log import StoreLockedError
 
 __all__ = ["main"]
 
@@ -60,6 +61,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, on_hangup)
     try:
         broker.run()
+    except StoreLockedError as exc:  # a second broker on one --data-dir: the operator's mistake
+        print(f"filtex-broker: --data-dir: {exc}", file=sys.stderr)
+        return 2
     except (OSError, InternalsError, EventLoopError) as exc:
         log.error("cannot run: %s", exc)
         return 1
