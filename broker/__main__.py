@@ -43,8 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if config.log_level.upper() != "DEBUG":
+        # Proton's own lines repeat ours ("Accepted connection", "Connected to"): one a connection
+        logging.getLogger("proton").setLevel(logging.WARNING)
     log = logging.getLogger("filtex.broker")
-    log.info("starting: %s", describe(config))
+    log.info("starting with %s", describe(config))
     broker = Broker(config)
     tune_gc()
 

@@ -44,6 +44,19 @@ example:
   filtex-broker --listen-tls 0.0.0.0:5671 --tls-cert server.pem --tls-key server.key \\
       --users users.toml
 
+  # relay mode: filter in front of the broker you run (RabbitMQ, Artemis, ActiveMQ, Qpid)
+  filtex-broker --upstream amqp://rabbit.internal:5672 --upstream-user app \
+      --upstream-password secret --listen 0.0.0.0:5672 --users users.toml
+
+  # durable queues and subscriptions, kept across restarts in fsync'ed logs
+  filtex-broker --data-dir /var/lib/filtex-broker
+
+  # the management console and Prometheus metrics, on loopback
+  filtex-broker --console 127.0.0.1:8162 --metrics 127.0.0.1:9108
+
+  # archive every accepted message as Parquet, for filtex-spark
+  filtex-broker --archive /var/lib/filtex/archive --archive-index region
+
   # every flag also reads FILTEX_<NAME> from the environment, e.g.
   FILTEX_LISTEN=127.0.0.1:0 FILTEX_READY_FILE=/tmp/ready filtex-broker
 
@@ -419,10 +432,18 @@ def _validate_upstream_tls(config: BrokerConfig) -> None:
 
 
 def describe(config: BrokerConfig) -> str:
-    """A one-line summary of the settings for the start-up log."""
-    parts = []
+    """The settings that differ from the defaults, in one line for the start-up log (the
+    defaults are in ``--help`` and docs/BROKER.md; the password is never shown)."""
+    defaults = BrokerConfig()
+    parts: list[str] = []
     for f in fields(config):
-        if f.name in ("listen", "limits", "upstream_password"):
-            continue
-        parts.append(f"{f.name}={getattr(config, f.name)!r}")
-    return ", ".join(parts)
+        value = getattr(config, f.name)
+        if f.name == "limits":
+            parts.extend(f"{name}={getattr(value, name)!r}" for name in Limits.names()
+                         if getattr(value, name) != getattr(DEFAULT_LIMITS, name))
+        elif value != getattr(defaults, f.name):
+            shown = "(set)" if f.name == "upstream_password" else repr(value)
+            if f.name == "listen":
+                shown = ", ".join(f"{host}:{port}" for host, port in value)
+            parts.append(f"{f.name}={shown}")
+    return ", ".join(parts) or "all defaults"
