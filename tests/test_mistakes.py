@@ -71,6 +71,12 @@ def test_a_missing_archive_is_refused_before_spark_starts(tmp_path: Path) -> Non
     _assert_one_clear_line(result, "filtex-spark", "no such directory")
 
 
+def test_a_queue_name_rabbit_node_cannot_declare() -> None:
+    result = _run("bench/rabbit_node.py", "--queue", "a-b")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--queue 'a-b': letters, digits and _ only" in result.stderr.strip().splitlines()[-1]
+
+
 def test_every_byte_setting_takes_units() -> None:
     config = load_config(["--max-queue-bytes", "1GiB", "--max-message-size", "2MiB",
                           "--archive-max-pending-bytes", "500MB", "--max-memory", "2gb"], env={})
