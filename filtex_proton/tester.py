@@ -137,8 +137,11 @@ def pushdown_json(filter_set: FilterSet) -> dict[str, Any]:
 
 def spark_text(filter_set: FilterSet) -> str:
     """``filtex-spark explain`` for the set: per filter, Spark expressions or the engine."""
-    from filtex_proton.spark.plan import explain  # pure Python: no Spark is started
-
+    try:
+        from filtex_proton.spark.plan import explain  # no Spark is started, but pyarrow is read
+    except ImportError as exc:  # the console installed without the spark extra
+        return (f"(no Spark plan here: {exc.name or 'a dependency'} is not installed; "
+                "pip install 'filtex-proton[spark]')")
     try:
         return str(explain(filter_set))
     except Exception as exc:  # an explanation must never cost the page its other answers
