@@ -210,3 +210,58 @@ def _amqp_ready(port: int) -> bool:
             return sock.recv(8).startswith(b"AMQP")
     except OSError:
         return False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python bench/rabbit_node.py``: a private node to try the relay against, until Ctrl-C."""
+    import argparse
+    import sys
+    import tempfile
+
+    parser = argparse.ArgumentParser(
+        prog="python bench/rabbit_node.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Start Debian's RabbitMQ 3.10 with its AMQP 1.0 plugin as an ordinary "
+        "process (no root, no system-wide node), print its URL, run until SIGTERM or Ctrl-C.",
+        epilog="example:\n  python bench/rabbit_node.py --queue orders\n"
+               "  # then, in another terminal, with the URL it printed:\n"
+               "  filtex-broker --upstream amqp://127.0.0.1:PORT --listen 127.0.0.1:5672")
+    parser.add_argument("--queue", action="append", default=[], metavar="NAME",
+                        help="declare this durable queue; its address is /amq/queue/NAME")
+    parser.add_argument("--dir", type=Path, metavar="DIR",
+                        help="keep the node's files here (default: a temporary directory)")
+    args = parser.parse_args(argv)
+    reason = rabbit_available()
+    if reason is not None:
+        print(f"python bench/rabbit_node.py: {reason}", file=sys.stderr)
+        return 2
+    bad = [name for name in args.queue if not name.isidentifier()]
+    if bad:
+        parser.error(f"--queue {bad[0]!r}: letters, digits and _ only")
+    base = args.dir or Path(tempfile.mkdtemp(prefix="filtex-rabbit-"))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    rabbit = None
+    try:
+        rabbit = start_rabbit(base)
+        print(f"RabbitMQ {rabbit.url} (AMQP 1.0), files in {base}", flush=True)
+        for name in args.queue:
+            print(f"queue {name}: address {rabbit.declare_durable_queue(name)}", flush=True)
+        while rabbit.process.poll() is None:
+            time.sleep(1)  # waiting for a signal
+        print("python bench/rabbit_node.py: the node stopped on its own", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    except (RuntimeError, OSError) as exc:
+        print(f"python bench/rabbit_node.py: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for number in (signal.SIGINT, signal.SIGTERM):  # a second Ctrl-C waits for the stop
+            signal.signal(number, signal.SIG_IGN)
+        if rabbit is not None:
+            rabbit.stop()
+        if args.dir is None:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

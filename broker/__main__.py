@@ -13,6 +13,7 @@ from broker.config import ConfigError, describe, load_config
 from broker.loop.contract import EventLoopError
 from broker.loop.proton_internals import InternalsError
 from broker.server import Broker
+from broker.store.log import StoreLockedError
 
 __all__ = ["main"]
 
@@ -42,8 +43,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if config.log_level.upper() != "DEBUG":
+        # Proton's own lines repeat ours ("Accepted connection", "Connected to"): one a connection
+        logging.getLogger("proton").setLevel(logging.WARNING)
     log = logging.getLogger("filtex.broker")
-    log.info("starting: %s", describe(config))
+    log.info("starting with %s", describe(config))
     broker = Broker(config)
     tune_gc()
 
@@ -60,6 +64,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGHUP, on_hangup)
     try:
         broker.run()
+    except StoreLockedError as exc:  # a second broker on one --data-dir: the operator's mistake
+        print(f"filtex-broker: --data-dir: {exc}", file=sys.stderr)
+        return 2
     except (OSError, InternalsError, EventLoopError) as exc:
         log.error("cannot run: %s", exc)
         return 1

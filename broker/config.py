@@ -27,6 +27,7 @@ from broker.settings import (
     split_list,
 )
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
+from filtex_proton.plugin import unknown_disabled
 
 __all__ = [
     "DEFAULT_LISTEN", "BrokerConfig", "ConfigError", "build_parser", "load_config", "parse_listen",
@@ -42,6 +43,19 @@ example:
   # TLS, SASL PLAIN/EXTERNAL and per-user permissions (see filtex-broker-users --help)
   filtex-broker --listen-tls 0.0.0.0:5671 --tls-cert server.pem --tls-key server.key \\
       --users users.toml
+
+  # relay mode: filter in front of the broker you run (RabbitMQ, Artemis, ActiveMQ, Qpid)
+  filtex-broker --upstream amqp://rabbit.internal:5672 --upstream-user app \
+      --upstream-password secret --listen 0.0.0.0:5672 --users users.toml
+
+  # durable queues and subscriptions, kept across restarts in fsync'ed logs
+  filtex-broker --data-dir /var/lib/filtex-broker
+
+  # the management console and Prometheus metrics, on loopback
+  filtex-broker --console 127.0.0.1:8162 --metrics 127.0.0.1:9108
+
+  # archive every accepted message as Parquet, for filtex-spark
+  filtex-broker --archive /var/lib/filtex/archive --archive-index region
 
   # every flag also reads FILTEX_<NAME> from the environment, e.g.
   FILTEX_LISTEN=127.0.0.1:0 FILTEX_READY_FILE=/tmp/ready filtex-broker
@@ -64,8 +78,8 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "log_level": (str, "DEBUG, INFO, WARNING or ERROR"),
     "credit_window": (int, "credit granted to each producer link"),
     "max_queue_messages": (int, "per-node message limit (producers stall when reached)"),
-    "max_queue_bytes": (int, "per-node byte limit (producers stall when reached)"),
-    "max_message_size": (int, "largest message accepted, in bytes"),
+    "max_queue_bytes": (ByteSize, "per-node byte limit (producers stall when reached)"),
+    "max_message_size": (ByteSize, "largest message accepted, in bytes"),
     "max_memory": (ByteSize, "broker-wide: bytes the held messages may cost before no producer "
                    "gets credit, e.g. 512MiB or 2GiB (0: 40%% of the machine's or the cgroup's "
                    "memory)"),
@@ -84,7 +98,7 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "upstream_non_match": (str, "relay mode: a queue consumer's non-matches: auto, modified "
                            "(undeliverable-here, at once) or hold (while the link lives)"),
     "archive": (str, "archive every message a node accepts, as Parquet, in this directory"),
-    "archive_max_pending_bytes": (int, "bytes queued for the archive writer before producers "
+    "archive_max_pending_bytes": (ByteSize, "bytes queued for the archive writer before producers "
                                   "stall"),
     "archive_index_fields": (bool, "index subject, to, group-id and creation-time in the "
                              "archive's segments (sorted, Bloom filters, page index)"),
@@ -341,6 +355,9 @@ def _validate(config: BrokerConfig) -> None:
     if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
         raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
     _validate_upstream_tls(config)
+    why = unknown_disabled(config.disabled)
+    if why is not None:
+        raise ConfigError(f"disable: {why}")
     if config.evaluation_error_action not in ACTIONS:
         raise ConfigError(f"evaluation_error_action {config.evaluation_error_action!r} is not "
                           "log or close")
@@ -371,6 +388,8 @@ def _validate(config: BrokerConfig) -> None:
     if "" in config.archive_index or len(set(config.archive_index)) != len(config.archive_index):
         raise ConfigError(f"archive_index: application property keys must be distinct and "
                           f"non-empty, not {list(config.archive_index)}")
+    if config.data_dir is not None:
+        _validate_data_dir(config.data_dir)
     if config.data_dir is not None and config.upstream:
         raise ConfigError("data_dir: a relay (upstream) holds no nodes to store; use --data-dir "
                           "on the upstream broker")
@@ -382,6 +401,18 @@ def _validate(config: BrokerConfig) -> None:
     from broker.security.setup import validate_security  # imports this module
 
     validate_security(config)
+
+
+def _validate_data_dir(path: Path) -> None:
+    """The data directory, or the nearest existing folder above it, must be a directory this
+    process can write in (the store creates what is missing)."""
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"data_dir {str(path)!r}: {str(existing)!r} is not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"data_dir {str(path)!r}: no permission to write in {str(existing)!r}")
 
 
 def _validate_upstream_tls(config: BrokerConfig) -> None:
@@ -401,10 +432,18 @@ def _validate_upstream_tls(config: BrokerConfig) -> None:
 
 
 def describe(config: BrokerConfig) -> str:
-    """A one-line summary of the settings for the start-up log."""
-    parts = []
+    """The settings that differ from the defaults, in one line for the start-up log (the
+    defaults are in ``--help`` and docs/BROKER.md; the password is never shown)."""
+    defaults = BrokerConfig()
+    parts: list[str] = []
     for f in fields(config):
-        if f.name in ("listen", "limits", "upstream_password"):
-            continue
-        parts.append(f"{f.name}={getattr(config, f.name)!r}")
-    return ", ".join(parts)
+        value = getattr(config, f.name)
+        if f.name == "limits":
+            parts.extend(f"{name}={getattr(value, name)!r}" for name in Limits.names()
+                         if getattr(value, name) != getattr(DEFAULT_LIMITS, name))
+        elif value != getattr(defaults, f.name):
+            shown = "(set)" if f.name == "upstream_password" else repr(value)
+            if f.name == "listen":
+                shown = ", ".join(f"{host}:{port}" for host, port in value)
+            parts.append(f"{f.name}={shown}")
+    return ", ".join(parts) or "all defaults"

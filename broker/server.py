@@ -271,7 +271,8 @@ class Broker:
                 self.console.stop()
             self._stopped = True
             self._fail_calls()
-            log.info("broker stopped")
+            if self.error is None:  # else the error is what the operator reads last
+                log.info("broker stopped")
 
     def _open_archive(self) -> None:
         if self.config.archive:

@@ -19,7 +19,6 @@ from proton import Described, symbol
 
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext, Filter
-from filtex_proton.filters.group import GroupFilter
 from filtex_proton.filters.registry import decode_filter
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filters.typed_json import (
@@ -165,19 +164,12 @@ def _check_sql(args: argparse.Namespace, limits: Limits, stdin: TextIO,
 
 
 def _print_notes(filters: Iterable[Filter], out: TextIO) -> None:
-    """Functions that evaluate to NULL (§6.4.4.3) and forms other brokers may refuse,
-    in every SQL filter, groups included (iteratively: groups nest)."""
-    from filtex_proton.sql.portability import notes
+    """Functions that evaluate to NULL (§6.4.4.3), JMS header names in AMQP SQL and forms
+    other brokers may refuse, in every SQL filter (groups included)."""
+    from filtex_proton.tester import notes_on
 
-    pending = list(filters)
-    while pending:
-        item = pending.pop(0)
-        if isinstance(item, GroupFilter):
-            pending[:0] = item.members
-        elif isinstance(item, SqlFilter):
-            sql = item.compiled
-            for note in notes(sql.ast, sql.text, sql.dialect):
-                print(note.render(), file=out)
+    for note in notes_on(filters):
+        print(note, file=out)
 
 
 def _check_filter_set(args: argparse.Namespace, limits: Limits, stdin: TextIO,

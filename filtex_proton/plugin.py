@@ -18,6 +18,7 @@ user. See docs/PLUGIN.md.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import logging
 import time
@@ -56,6 +57,7 @@ __all__ = [
     "LinkFilter",
     "PluginStats",
     "Refusal",
+    "unknown_disabled",
     "validate_message",
 ]
 
@@ -68,6 +70,19 @@ _KNOWN_NAMES: Final = frozenset(
 #: What refusals are counted by: the filter types, so that clients cannot add entries.
 _REFUSAL_KINDS: Final = _KNOWN_NAMES | {display_descriptor(ulong(t.code)) for t in FILTER_TYPES}
 _identities = itertools.count(1)
+
+
+def unknown_disabled(names: Iterable[str]) -> str | None:
+    """Why ``names`` cannot all be switched off (``disabled=``): the first unknown one and the
+    nearest known name, for a one-line error; None when every name is known."""
+    unknown = sorted(set(names) - _KNOWN_NAMES)
+    if not unknown:
+        return None
+    near = difflib.get_close_matches(unknown[0], sorted(_KNOWN_NAMES), n=1)
+    hint = f"; did you mean {near[0]!r}?" if near else (
+        "; known: filter types such as 'amqp:sql-filter' and families such as "
+        "'AMQP_FILTEX_SQL_V1_0'")
+    return f"unknown filter type or capability {unknown[0]!r}{hint}"
 
 
 class FilterMessage:
@@ -261,9 +276,9 @@ class FiltexPlugin:
         self.link_filter_class: type[LinkFilter] = LinkFilter
         """What :meth:`attach_sender` builds (a container may time a sample of evaluations)."""
         off = set(disabled)
-        unknown = off - _KNOWN_NAMES
-        if unknown:
-            raise ValueError(f"unknown filter types or capabilities: {', '.join(sorted(unknown))}")
+        why = unknown_disabled(off)
+        if why is not None:
+            raise ValueError(why)
         self.enabled_types: frozenset[str] = frozenset(
             t.name for t in FILTER_TYPES
             if t.name not in off and not off.intersection(t.aliases)

@@ -12,7 +12,7 @@ filter set is compiled afresh, and a message is read from a copy of its bytes.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -28,7 +28,7 @@ from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.pushdown import client_selector, pushdown
 
-__all__ = ["KINDS", "Checked", "check", "describe", "message_json", "pushdown_json",
+__all__ = ["KINDS", "Checked", "check", "describe", "message_json", "notes_on", "pushdown_json",
            "spark_text", "verdict"]
 
 Kind = Literal["sql", "jms", "json"]
@@ -53,10 +53,31 @@ class Checked:
     (SQL errors), ``key``, ``limit``."""
     filters: list[dict[str, Any]] = field(default_factory=list)
     """:func:`describe` of the set, when valid."""
+    notes: list[str] = field(default_factory=list)
+    """What a valid filter does that its writer may not mean (:func:`notes_on`)."""
 
     def as_json(self) -> dict[str, Any]:
         return {"valid": self.filter_set is not None, "error": self.error,
-                "filters": self.filters}
+                "filters": self.filters, "notes": self.notes}
+
+
+def notes_on(filters: Iterable[Any]) -> list[str]:
+    """The remarks on every SQL filter of ``filters``, groups included: functions that are
+    NULL (§6.4.4.3), JMS header names in AMQP SQL, forms other brokers may refuse."""
+    from filtex_proton.filters.group import GroupFilter
+    from filtex_proton.filters.sql import SqlFilter
+    from filtex_proton.sql.portability import notes
+
+    found: list[str] = []
+    pending = list(filters)
+    while pending:  # iteratively: groups nest
+        item = pending.pop(0)
+        if isinstance(item, GroupFilter):
+            pending[:0] = item.members
+        elif isinstance(item, SqlFilter):
+            sql = item.compiled
+            found.extend(note.render() for note in notes(sql.ast, sql.text, sql.dialect))
+    return found
 
 
 def check(text: str, kind: str, limits: Limits = DEFAULT_LIMITS) -> Checked:
@@ -82,7 +103,8 @@ def check(text: str, kind: str, limits: Limits = DEFAULT_LIMITS) -> Checked:
         filter_set = decode_filter_set(described, limits)
     except FilterError as exc:
         return Checked(None, _error(exc))
-    return Checked(filter_set, None, describe(filter_set))
+    return Checked(filter_set, None, describe(filter_set),
+                   notes_on(item for _key, item in filter_set.items()))
 
 
 def _error(exc: FilterError) -> dict[str, Any]:
@@ -115,8 +137,11 @@ def pushdown_json(filter_set: FilterSet) -> dict[str, Any]:
 
 def spark_text(filter_set: FilterSet) -> str:
     """``filtex-spark explain`` for the set: per filter, Spark expressions or the engine."""
-    from filtex_proton.spark.plan import explain  # pure Python: no Spark is started
-
+    try:
+        from filtex_proton.spark.plan import explain  # no Spark is started, but pyarrow is read
+    except ImportError as exc:  # the console installed without the spark extra
+        return (f"(no Spark plan here: {exc.name or 'a dependency'} is not installed; "
+                "pip install 'filtex-proton[spark]')")
     try:
         return str(explain(filter_set))
     except Exception as exc:  # an explanation must never cost the page its other answers

@@ -465,11 +465,26 @@ class Upstream(Handler):
                 self._schedule_grace(SESSION_GRACE_MAX, force=True)
             return False
         if isinstance(relay_link, RelayConsumer):
-            relay_link.open_upstream(self.connection, self.session,
-                                     self.pushdown and not self._topic_quirk(relay_link))
+            pushed = self.pushdown and not self._topic_quirk(relay_link)
+            self._say_pushdown(relay_link, pushed)
+            relay_link.open_upstream(self.connection, self.session, pushed)
         elif self.producer_connection is not None:
             relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
         return True
+
+    def _say_pushdown(self, consumer: RelayConsumer, pushed: bool) -> None:
+        """One line per upstream attach: what is pushed upstream, or that nothing is, and why."""
+        if consumer.selector is None:
+            log.info("link %r: nothing pushed upstream (no part of its filter set is a JMS "
+                     "selector); the relay evaluates it", consumer.name)
+        elif pushed:
+            log.info("link %r: selector pushed upstream: %r; the relay evaluates the whole "
+                     "filter set on what comes back", consumer.name, consumer.selector)
+        else:
+            why = ("selector pushdown is off for this upstream" if not self.pushdown
+                   else "this upstream misreads selectors on its topics")
+            log.info("link %r: nothing pushed upstream (%s); the relay evaluates its filter "
+                     "set", consumer.name, why)
 
     def _waits_for_session_ends(self) -> bool:
         """Whether new consumer sessions wait for session ends to be answered (see
@@ -623,8 +638,9 @@ class Upstream(Handler):
             return None  # refused on the wire by the plugin, which logged why
         plan = pushdown(link_filter.filter_set)
         selector = plan.selector or client_selector(link_filter.filter_set)
-        log.info("link %r: pushdown selector %r; kept local: %s", link.name, selector,
-                  "; ".join(plan.reasons) or "nothing")
+        if plan.reasons:
+            log.info("link %r: its filters that no JMS selector expresses are evaluated here "
+                     "only: %s", link.name, "; ".join(plan.reasons))
         source = link.source
         if request.address is not None:
             source.address = request.address

@@ -86,8 +86,8 @@ def _log_null_functions(compiled: CompiledSql) -> None:
     from filtex_proton.sql.portability import notes
 
     for note in notes(compiled.ast, compiled.text, compiled.dialect):
-        if note.kind == "null-function":
-            log.warning("event=null-function filter=%r %s", compiled.text[:200], note.render())
+        if note.kind in ("null-function", "jms-habit"):
+            log.warning("event=%s filter=%r %s", note.kind, compiled.text[:200], note.render())
 
 
 def sql_decoder(dialect: str) -> LeafDecoder:

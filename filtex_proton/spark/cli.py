@@ -16,6 +16,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
@@ -391,6 +392,18 @@ def _progress(ordered: DataFrame) -> Any:
 # ----------------------------------------------------------------------------- main
 
 
+def _check_archive(directory: Path) -> None:
+    """A missing archive is a mistake (exit 2); an empty one is said on stderr (it matches
+    nothing, and a count of 0 would otherwise look like a filter that matched nothing)."""
+    if not directory.exists():
+        raise _UsageError(f"--archive {str(directory)!r}: no such directory")
+    if not directory.is_dir():
+        raise _UsageError(f"--archive {str(directory)!r}: not a directory")
+    if next(directory.rglob("*.parquet"), None) is None:
+        print(f"filtex-spark: warning: the archive {str(directory)!r} holds no messages "
+              "(no Parquet files below it)", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
          stdout: TextIO | None = None) -> int:
     """Run ``filtex-spark``; returns the exit status."""
@@ -406,6 +419,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
             print(plan(filter_set, path=args.path), file=out)
             return EXIT_OK
         _day_range(args)  # before Spark starts: a usage error is quick
+        _check_archive(Path(args.archive))
         try:
             planned = plan(filter_set, path=args.path)
         except ValueError as exc:  # --path column with a filter that does not translate

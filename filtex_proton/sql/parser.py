@@ -177,6 +177,13 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
 
     def string(self, token: Token) -> ast.Literal:
         quote = token[0]
+        if self.dialect.lexicon == "java" and quote == '"':
+            inner = token[1:-1].replace('""', '"')
+            raise FilterError(
+                f"{_shorten(str(token))}: a JMS selector has no double-quoted tokens (JMS "
+                f"§3.8.1.1: strings are single-quoted; Artemis reads this as a name); write "
+                f"{_shorten(repr_sql_string(inner))} for the string, or {_shorten(inner)} for "
+                "the property", position=_position(token))
         if self.dialect.lexicon == "sql":
             _refuse_control(token, "string constant", "any valid printable Unicode characters",
                             "§6.4.4.2.5")
@@ -268,6 +275,11 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
                 f"[{_shorten(text)}]",
                 position=_position(token))
         return text
+
+
+def repr_sql_string(text: str) -> str:
+    """``text`` as a single-quoted SQL string constant."""
+    return "'" + text.replace("'", "''") + "'"
 
 
 def _shorten(text: str, width: int = 40) -> str:

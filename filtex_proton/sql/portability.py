@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from filtex_proton.amqp.view import Section
 from filtex_proton.errors import SourcePosition
 from filtex_proton.sql import ast
 from filtex_proton.sql.dialects import Dialect
@@ -24,17 +25,28 @@ __all__ = ["Note", "notes"]
 _EXPONENT: Final = re.compile(r"\d+\.\d+([eE])([+-]?)", re.ASCII)
 
 
+JMS_HABITS: Final = {
+    "JMSPriority": "h.priority", "JMSType": "p.subject", "JMSCorrelationID": "p.correlation_id",
+    "JMSMessageID": "p.message_id", "JMSTimestamp": "p.creation_time",
+    "JMSExpiration": "p.absolute_expiry_time", "JMSDeliveryMode": "h.durable",
+    "JMSRedelivered": "h.delivery_count > 0", "JMSDestination": "p.to",
+    "JMSReplyTo": "p.reply_to", "JMSXUserID": "p.user_id", "JMSXGroupID": "p.group_id",
+    "JMSXGroupSeq": "p.group_sequence", "JMSXDeliveryCount": "h.delivery_count + 1",
+}
+"""JMS header names and what AMQP SQL writes for the field JMS means (docs/SEMANTICS.md)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Note:
     """One remark on a valid filter, with where it applies."""
 
-    kind: Literal["null-function", "not-portable"]
+    kind: Literal["null-function", "not-portable", "jms-habit"]
     text: str
     position: SourcePosition | None = None
 
     def render(self) -> str:
         where = f" at {self.position}" if self.position is not None else ""
-        label = "warning" if self.kind == "null-function" else "not portable"
+        label = "not portable" if self.kind == "not-portable" else "warning"
         return f"{label}: {self.text}{where}"
 
 
@@ -50,6 +62,13 @@ def notes(root: ast.Expr, text: str, dialect: Dialect) -> tuple[Note, ...]:
                 "whatever its arguments (§6.4.4.3)", node.pos))
         if dialect.lexicon != "sql":
             continue
+        if isinstance(node, ast.Field) and node.section is Section.APPLICATION_PROPERTIES \
+                and node.name in JMS_HABITS:
+            found.append(Note(
+                "jms-habit",
+                f"{node.name} is an application property here, not the JMS header: an AMQP "
+                f"SQL filter writes {JMS_HABITS[node.name]} (or use a JMS selector, "
+                "apache.org:selector-filter:string)", node.pos))
         if isinstance(node, ast.Between):
             found.append(Note(
                 "not-portable",

@@ -94,3 +94,17 @@ def test_pushdown_and_spark_are_explained() -> None:
     assert pushed["selector"] is not None and "color = 'red'" in pushed["selector"]
     assert pushed["pushed"] == ["filter"]
     assert "filter set of 1 filter" in spark_text(filter_set)
+
+
+def test_the_spark_plan_without_the_spark_extra_is_a_line_not_an_error() -> None:
+    """The console installed alone (``.[console]``) has no pyarrow: its tester still answers,
+    and says which extra shows the Spark plan."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pyarrow'] = None\n"  # as if it were not installed
+            "from filtex_proton.tester import check, spark_text\n"
+            "print(spark_text(check(\"a = 1\", 'sql').filter_set))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=60, check=True)
+    assert "pip install 'filtex-proton[spark]'" in result.stdout, result.stdout + result.stderr

@@ -177,7 +177,9 @@ def test_pushdown_keeps_non_matches_away_from_the_relay(
         # pushed down, Broker-J's selector kept the blue ones on its queue; not pushed, the
         # relay was given each of the six exactly once
         assert received == {"auto": 3, "never": 6}
-        assert "pushdown selector \"colour = 'red'\"" in relay.log()
+        assert "selector pushed upstream: \"colour = 'red'\"" in relay.log()
+        assert "nothing pushed upstream (selector pushdown is off for this upstream)" in \
+            without.log()
         assert "selector pushdown off: --upstream-selector never" in without.log()
     finally:
         without.stop()
@@ -203,7 +205,7 @@ def test_broker_j_refuses_what_the_relay_never_forwards(
     finally:
         downstream.close()
     log = relay.log()
-    assert f"link '{filtered.link.name}': pushdown selector 'n " in log  # a selector went up
+    assert f"link '{filtered.link.name}': selector pushed upstream: 'n " in log  # went up
     assert f"upstream link '{filtered.link.name}@relay' attached to 'orders'" in log
 
 

@@ -52,8 +52,8 @@ def test_the_translated_selector_leaves_non_matches_on_the_upstream_queue(
         relay = relay_factory(f"amqp://127.0.0.1:{port}")
         downstream = BlockingConnection(relay.address, timeout=20)
         receiver = downstream.create_receiver("orders", options=FILTERS, credit=10)
-        _wait_for(lambda: "relay consumer" in relay.log())
-        assert ("pushdown selector \"colour = 'red' AND size LIKE 'L%' ESCAPE '!'\""
+        _wait_for(lambda: "selector pushed upstream" in relay.log())
+        assert ("selector pushed upstream: \"colour = 'red' AND size LIKE 'L%' ESCAPE '!'\""
                 in relay.log())
 
         direct = BlockingConnection(f"127.0.0.1:{port}", timeout=20)

@@ -171,6 +171,10 @@ function renderTest(answer) {
              el("pre", { id: "test-error" }, check.error.message));
   } else {
     out.push(el("p", { id: "test-validity" }, "valid"));
+    if (check.notes && check.notes.length) {
+      out.push(el("div", { id: "test-notes" },
+        ...check.notes.map((n) => el("p", { class: "error" }, n))));
+    }
     out.push(el("h3", {}, "Normalised"), el("table", {}, el("tbody", {},
       ...check.filters.map((f) => el("tr", {}, el("td", {}, el("code", {}, f.key)),
         el("td", {}, f.type), el("td", {}, el("code", { class: "normalised" }, formatJson(f.normalised))))))));

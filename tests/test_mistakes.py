@@ -1,0 +1,86 @@
+"""A mistake on the command line: one line saying what is wrong, exit 2, never a traceback.
+
+Each command runs as the process a user starts; nothing here needs a broker to be reachable.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from broker.config import load_config
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+
+
+def _assert_one_clear_line(result: subprocess.CompletedProcess[str], program: str,
+                           says: str) -> None:
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"{program}:") and says in last, result.stderr
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (["--disable", "amqp:sql-filtre"], "did you mean 'amqp:sql-filter'?"),
+    (["--disable", "nonsense"], "unknown filter type or capability 'nonsense'"),
+    (["--max-queue-bytes", "lots"], "max_queue_bytes"),
+    (["--max-message-size", "2 parsecs"], "unknown unit"),
+    (["--idle-timeout", "-1"], "must not be negative"),
+    (["--data-dir", "README.md/data"], "'README.md' is not a directory"),
+], ids=["disable-typo", "disable-unknown", "size-word", "size-unit", "idle-negative",
+        "data-dir-file"])
+def test_a_broker_flag_mistake(argv: list[str], says: str) -> None:
+    _assert_one_clear_line(_run("-m", "broker", "--listen", "127.0.0.1:0", *argv),
+                           "filtex-broker", says)
+
+
+def test_a_second_broker_on_one_data_dir_says_so_first(tmp_path: Path) -> None:
+    """The error is the last word, with nothing before it that reads like a normal stop."""
+    ready = tmp_path / "ready"
+    first = subprocess.Popen([sys.executable, "-m", "broker", "--listen", "127.0.0.1:0",
+                              "--data-dir", str(tmp_path / "data"), "--ready-file", str(ready)],
+                             cwd=ROOT, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert first.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)  # waiting for the first broker's ready file
+        second = _run("-m", "broker", "--listen", "127.0.0.1:0", "--data-dir",
+                      str(tmp_path / "data"))
+        _assert_one_clear_line(second, "filtex-broker", "is in use by another broker")
+        assert "broker stopped" not in second.stderr
+    finally:
+        first.terminate()
+        first.wait(30)
+
+
+def test_a_missing_archive_is_refused_before_spark_starts(tmp_path: Path) -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+    result = _run("-m", "filtex_proton.spark.cli", "select", "--archive",
+                  str(tmp_path / "nowhere"), "--filter", "a = 1", "--count")
+    _assert_one_clear_line(result, "filtex-spark", "no such directory")
+
+
+def test_a_queue_name_rabbit_node_cannot_declare() -> None:
+    result = _run("bench/rabbit_node.py", "--queue", "a-b")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--queue 'a-b': letters, digits and _ only" in result.stderr.strip().splitlines()[-1]
+
+
+def test_every_byte_setting_takes_units() -> None:
+    config = load_config(["--max-queue-bytes", "1GiB", "--max-message-size", "2MiB",
+                          "--archive-max-pending-bytes", "500MB", "--max-memory", "2gb"], env={})
+    assert (config.max_queue_bytes, config.max_message_size, config.archive_max_pending_bytes,
+            config.max_memory) == (1 << 30, 2 << 20, 500_000_000, 2_000_000_000)
+    env = load_config([], env={"FILTEX_MAX_QUEUE_BYTES": "64MiB"})
+    assert env.max_queue_bytes == 64 << 20
