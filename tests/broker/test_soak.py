@@ -22,7 +22,7 @@ from filtex_proton.amqp.message import encode_message
 from .broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver, wait_received
 from .test_faults import BrokerProcess, client
 
-SOAK_SECONDS = 12.0
+SOAK_SECONDS = 8.0
 SOAK_MESSAGES = 400_000
 MiB = 1024 * 1024
 
