@@ -379,6 +379,8 @@ def _validate(config: BrokerConfig) -> None:
         from broker.console.rules import validate_console
 
         validate_console(config)
+    if config.archive and importlib.util.find_spec("pyarrow") is None:
+        raise ConfigError("archive needs pyarrow: pip install 'filtex-proton[spark]'")
     if config.archive_nodes and not config.archive:
         raise ConfigError("archive_nodes needs archive (the directory to archive to)")
     if config.archive_index and not config.archive:

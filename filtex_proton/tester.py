@@ -137,11 +137,8 @@ def pushdown_json(filter_set: FilterSet) -> dict[str, Any]:
 
 def spark_text(filter_set: FilterSet) -> str:
     """``filtex-spark explain`` for the set: per filter, Spark expressions or the engine."""
-    try:
-        from filtex_proton.spark.plan import explain  # no Spark is started, but pyarrow is read
-    except ImportError as exc:  # the console installed without the spark extra
-        return (f"(no Spark plan here: {exc.name or 'a dependency'} is not installed; "
-                "pip install 'filtex-proton[spark]')")
+    from filtex_proton.spark.plan import explain  # needs neither PySpark nor pyarrow
+
     try:
         return str(explain(filter_set))
     except Exception as exc:  # an explanation must never cost the page its other answers

@@ -5,6 +5,7 @@ Each command runs as the process a user starts; nothing here needs a broker to b
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -17,9 +18,14 @@ from broker.config import load_config
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _run(*argv: str) -> subprocess.CompletedProcess[str]:
+def _run(*argv: str, hide: str = "") -> subprocess.CompletedProcess[str]:
+    """``python ARGV``; ``hide``: comma-separated modules that look uninstalled there."""
+    env = os.environ.copy()
+    if hide:
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests" / "hidden_extras"), str(ROOT)])
+        env["FILTEX_HIDE_MODULES"] = hide
     return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120, check=False)
+                          timeout=120, check=False, env=env)
 
 
 def _assert_one_clear_line(result: subprocess.CompletedProcess[str], program: str,
@@ -62,6 +68,39 @@ def test_a_second_broker_on_one_data_dir_says_so_first(tmp_path: Path) -> None:
     finally:
         first.terminate()
         first.wait(30)
+
+
+#: Every optional dependency: a plain ``pip install .`` has none of them.
+NO_EXTRAS = "aiohttp,prometheus_client,pyarrow,pyspark,pandas,tqdm"
+
+
+@pytest.mark.parametrize(("argv", "program", "extra"), [
+    (["-m", "broker", "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"], "filtex-broker",
+     "console"),
+    (["-m", "broker", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"], "filtex-broker",
+     "metrics"),
+    (["-m", "broker", "--listen", "127.0.0.1:0", "--archive", "unused"], "filtex-broker",
+     "spark"),
+    (["-m", "filtex_proton.spark.cli", "select", "--archive", ".", "--filter", "a = 1",
+      "--count"], "filtex-spark", "spark"),
+    (["-m", "filtex_proton.spark.cli", "replay", "--archive", ".", "--filter", "a = 1",
+      "--to", "amqp://127.0.0.1:1/q"], "filtex-spark", "spark"),
+], ids=["console", "metrics", "archive", "spark-select", "spark-replay"])
+def test_a_feature_without_its_extra_names_the_extra(argv: list[str], program: str,
+                                                     extra: str) -> None:
+    _assert_one_clear_line(_run(*argv, hide=NO_EXTRAS), program,
+                           f"pip install 'filtex-proton[{extra}]'")
+
+
+def test_what_needs_no_extra_works_without_any() -> None:
+    """``pip install .`` alone: planning a filter for Spark and checking one need no extra."""
+    explained = _run("-m", "filtex_proton.spark.cli", "explain", "--filter",
+                     "p.subject = 'order' AND a.amount > 100", hide=NO_EXTRAS)
+    assert explained.returncode == 0, explained.stderr
+    assert "translated exactly to Spark expressions" in explained.stdout
+    checked = _run("-m", "filtex_proton.cli", "check", "JMSPriority > 4", hide=NO_EXTRAS)
+    assert checked.returncode == 0, checked.stderr
+    assert "h.priority" in checked.stdout + checked.stderr
 
 
 def test_a_missing_archive_is_refused_before_spark_starts(tmp_path: Path) -> None:

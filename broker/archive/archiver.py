@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import collections
 import fnmatch
-import importlib.util
 import itertools
 import logging
 import threading
@@ -131,8 +130,6 @@ class Archiver(RoomToWait):
         """Glob patterns (``fnmatch``) on the address; empty: every node is archived."""
         self.max_pending_bytes = max_pending_bytes
         self.stats = ArchiverStats()
-        if importlib.util.find_spec("pyarrow") is None:
-            raise ArchiveOpenError("--archive needs pyarrow (pip install 'filtex-proton[spark]')")
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

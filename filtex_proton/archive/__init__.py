@@ -8,57 +8,64 @@ express exactly is evaluated by our own engine over the very bytes the broker sa
 
 Only :mod:`pyarrow` is needed (no Spark): the broker's ``--archive`` writes with
 :class:`ArchiveWriter`, ``filtex-spark`` reads with Spark, and anything can read with
-:func:`read_archive_table` or build rows with :func:`message_row`.
+:func:`read_archive_table` or build rows with :func:`message_row`. The modules that need
+pyarrow are imported on first use of their names: :mod:`filtex_proton.archive.columns`
+(the column names a planner needs) works without it.
 """
 
-from filtex_proton.archive.index import (
-    BUCKET_COLUMN,
-    INDEXABLE_FIELDS,
-    MAX_BUCKETS,
-    ArchiveIndex,
-    common_index_columns,
-    index_column,
-    segment_index,
-)
-from filtex_proton.archive.layout import (
-    MAX_DIRECTORY_BYTES,
-    address_directory,
-    address_partition,
-    arrival_date,
-)
-from filtex_proton.archive.reader import (
-    READABLE_VERSIONS,
-    ArchiveVersionError,
-    SegmentFile,
-    archive_dataset,
-    archive_segments,
-    check_archive,
-    check_segments,
-    iter_raw,
-    list_segments,
-    read_archive_table,
-    segment_version,
-)
-from filtex_proton.archive.reindex import reindex_archive
-from filtex_proton.archive.rows import (
-    describe_typed,
-    message_row,
-    rows_to_table,
-    typed_key,
-    typed_value,
-)
-from filtex_proton.archive.schema import (
-    ARCHIVE_SCHEMA,
-    COLUMN_OF_FIELD,
-    DECIMAL_SCALE,
-    KEY_TYPES,
-    MAP_COLUMNS,
-    PARTITION_COLUMNS,
-    SCHEMA_VERSION,
-    TYPED_MAP,
-    TYPED_VALUE,
-)
-from filtex_proton.archive.writer import ArchiveStats, ArchiveWriter, write_segment
+from typing import TYPE_CHECKING
+
+from filtex_proton.lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from filtex_proton.archive.index import (
+        BUCKET_COLUMN,
+        INDEXABLE_FIELDS,
+        MAX_BUCKETS,
+        ArchiveIndex,
+        common_index_columns,
+        index_column,
+        segment_index,
+    )
+    from filtex_proton.archive.layout import (
+        MAX_DIRECTORY_BYTES,
+        address_directory,
+        address_partition,
+        arrival_date,
+    )
+    from filtex_proton.archive.reader import (
+        READABLE_VERSIONS,
+        ArchiveVersionError,
+        SegmentFile,
+        archive_dataset,
+        archive_segments,
+        check_archive,
+        check_segments,
+        iter_raw,
+        list_segments,
+        read_archive_table,
+        segment_version,
+    )
+    from filtex_proton.archive.reindex import reindex_archive
+    from filtex_proton.archive.rows import (
+        describe_typed,
+        message_row,
+        rows_to_table,
+        typed_key,
+        typed_value,
+    )
+    from filtex_proton.archive.schema import (
+        ARCHIVE_SCHEMA,
+        COLUMN_OF_FIELD,
+        DECIMAL_SCALE,
+        KEY_TYPES,
+        MAP_COLUMNS,
+        PARTITION_COLUMNS,
+        SCHEMA_VERSION,
+        TYPED_MAP,
+        TYPED_VALUE,
+    )
+    from filtex_proton.archive.writer import ArchiveStats, ArchiveWriter, write_segment
 
 __all__ = [
     "ARCHIVE_SCHEMA",
@@ -102,3 +109,11 @@ __all__ = [
     "typed_value",
     "write_segment",
 ]
+
+#: Where the names live, those that need no pyarrow first (planning needs only them).
+_MODULES = tuple(f"{__name__}.{module}" for module in (
+    "columns", "layout", "schema", "index", "rows", "reader", "reindex", "writer"))
+
+
+def __getattr__(name: str) -> object:
+    return lazy_attribute(__name__, name, __all__, _MODULES)

@@ -31,7 +31,6 @@ stays 2.
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -40,7 +39,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from filtex_proton.archive.schema import COLUMN_OF_FIELD
+from filtex_proton.archive.columns import (
+    BUCKET_COLUMN,
+    COLUMN_OF_FIELD,
+    INDEXABLE_FIELDS,
+    MAX_BUCKETS,
+    bucket_of,
+    bucket_value,
+    index_column,
+    parse_bucket,
+)
 
 __all__ = [
     "BUCKET_COLUMN",
@@ -55,51 +63,8 @@ __all__ = [
     "segment_index",
 ]
 
+#: The Parquet metadata key that lists a segment's index.
 INDEX_KEY: Final = b"filtex.archive.index"
-#: The properties fields an index may name (their typed columns are indexed as they are).
-INDEXABLE_FIELDS: Final = ("subject", "to", "group-id", "creation-time")
-_PREFIX: Final = "index_"
-#: The partition column of a bucketed segment's directory (``index_bucket=<column>.<N>.<b>``).
-BUCKET_COLUMN: Final = "index_bucket"
-#: Most buckets an index may have (the hints name a key's bucket for every count up to this).
-MAX_BUCKETS: Final = 256
-_PLAIN: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
-
-
-def index_column(key: str) -> str:
-    """The column that indexes application property ``key``: ``index_`` and the key, every
-    character but ASCII letters, digits, ``_`` and ``-`` as ``%XX`` per UTF-8 byte (dots and
-    spaces would need quoting in Spark, and Spark's Parquet pushdown skips dotted names)."""
-    return _PREFIX + "".join(
-        char if char in _PLAIN else "".join(f"%{b:02X}" for b in char.encode("utf-8",
-                                                                             "surrogatepass"))
-        for char in key)
-
-
-def bucket_of(value: str, buckets: int) -> int:
-    """The bucket of an index column value (CRC-32 of its UTF-8 bytes, modulo ``buckets``):
-    stable across processes and versions, as the directory names it is written into."""
-    return zlib.crc32(value.encode("utf-8", "surrogatepass")) % buckets
-
-
-def bucket_value(column: str, buckets: int, bucket: int) -> str:
-    """The ``index_bucket`` partition value of bucket ``bucket`` of ``buckets`` by ``column``."""
-    return f"{column}.{buckets}.{bucket}"
-
-
-def parse_bucket(value: str) -> tuple[str, int, int] | None:
-    """``(column, buckets, bucket)`` of an ``index_bucket`` value written exactly as
-    :func:`bucket_value` writes it (ASCII digits, no leading zeros, at least one bucket);
-    None for any other name."""
-    column, _, rest = value.partition(".")
-    count, _, bucket = rest.partition(".")
-    if not (column.startswith(_PREFIX) and count.isascii() and count.isdigit()
-            and bucket.isascii() and bucket.isdigit()):
-        return None  # (str.isdigit alone admits digits int() cannot read, such as '²')
-    parsed = column, int(count), int(bucket)
-    return parsed if parsed[1] > 0 and bucket_value(*parsed) == value else None
-
-
 @dataclass(frozen=True, slots=True)
 class ArchiveIndex:
     """What an :class:`~filtex_proton.archive.ArchiveWriter` indexes in each segment."""

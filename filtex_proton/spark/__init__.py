@@ -7,31 +7,37 @@ filter set of 1 filter, path auto:
       spark: ((subject = 'order.created') AND (coalesce(priority, 4L) > 4L))
 ...
 
-Importing this package needs pyarrow but not PySpark; the functions that
-touch Spark import it when called.
+Importing this package needs neither pyarrow nor PySpark: :func:`explain` and
+:func:`plan` work without them (``pip install filtex-proton``); the names that read,
+write or run on Spark import them on first use (``pip install 'filtex-proton[spark]'``).
 """
 
-from filtex_proton.archive import (
-    ARCHIVE_SCHEMA,
-    SCHEMA_VERSION,
-    ArchiveIndex,
-    ArchiveStats,
-    ArchiveWriter,
-    message_row,
-    read_archive_table,
-)
-from filtex_proton.spark.metrics import Read, measure_read
-from filtex_proton.spark.plan import (
-    FilterPlan,
-    Plan,
-    apply_filter,
-    as_filter_set,
-    explain,
-    plan,
-    select_archive,
-)
-from filtex_proton.spark.session import read_archive, spark_session, use_this_python
-from filtex_proton.spark.udf import matches_raw
+from typing import TYPE_CHECKING
+
+from filtex_proton.lazy import lazy_attribute
+
+if TYPE_CHECKING:
+    from filtex_proton.archive import (
+        ARCHIVE_SCHEMA,
+        SCHEMA_VERSION,
+        ArchiveIndex,
+        ArchiveStats,
+        ArchiveWriter,
+        message_row,
+        read_archive_table,
+    )
+    from filtex_proton.spark.metrics import Read, measure_read
+    from filtex_proton.spark.plan import (
+        FilterPlan,
+        Plan,
+        apply_filter,
+        as_filter_set,
+        explain,
+        plan,
+        select_archive,
+    )
+    from filtex_proton.spark.session import read_archive, spark_session, use_this_python
+    from filtex_proton.spark.udf import matches_raw
 
 __all__ = [
     "ARCHIVE_SCHEMA",
@@ -55,3 +61,11 @@ __all__ = [
     "spark_session",
     "use_this_python",
 ]
+
+#: Where the names live, those that need neither pyarrow nor PySpark first.
+_MODULES = (*(f"{__name__}.{module}" for module in ("plan", "metrics", "session", "udf")),
+            "filtex_proton.archive")
+
+
+def __getattr__(name: str) -> object:
+    return lazy_attribute(__name__, name, __all__, _MODULES)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib.util
 import json
 import signal
 import sys
@@ -20,7 +21,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Final, TextIO
 
-from filtex_proton.archive import ArchiveVersionError
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.typed_json import TypedJsonError, filter_set_from_json, to_json
 from filtex_proton.filterset import FilterSet, decode_filter_set
@@ -392,6 +392,19 @@ def _progress(ordered: DataFrame) -> Any:
 # ----------------------------------------------------------------------------- main
 
 
+#: What ``select`` and ``replay`` import, and the distribution each comes from.
+_SPARK_EXTRA: Final = (("pyspark", "pyspark"), ("pyarrow", "pyarrow"), ("pandas", "pandas"),
+                       ("tqdm", "tqdm"))
+
+
+def _check_spark_extra(command: str) -> None:
+    """``select`` and ``replay`` need the spark extra: without it, one line saying so."""
+    missing = [dist for module, dist in _SPARK_EXTRA if importlib.util.find_spec(module) is None]
+    if missing:
+        raise _UsageError(f"{command} needs {', '.join(missing)}: "
+                          "pip install 'filtex-proton[spark]' (explain does not)")
+
+
 def _check_archive(directory: Path) -> None:
     """A missing archive is a mistake (exit 2); an empty one is said on stderr (it matches
     nothing, and a count of 0 would otherwise look like a filter that matched nothing)."""
@@ -419,6 +432,7 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
             print(plan(filter_set, path=args.path), file=out)
             return EXIT_OK
         _day_range(args)  # before Spark starts: a usage error is quick
+        _check_spark_extra(args.command)
         _check_archive(Path(args.archive))
         try:
             planned = plan(filter_set, path=args.path)
@@ -426,12 +440,20 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
             raise _UsageError(str(exc)) from None
         if getattr(args, "explain", False):
             print(planned, file=sys.stderr)
-        if args.command == "select":
-            return _select(args, planned, out)
-        return _replay(args, filter_set, planned, out)
+        return _run(args, filter_set, planned, out)
     except _UsageError as exc:
         print(f"filtex-spark: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _run(args: argparse.Namespace, filter_set: FilterSet, planned: Plan, out: TextIO) -> int:
+    """``select`` or ``replay`` (the spark extra is installed)."""
+    from filtex_proton.archive.reader import ArchiveVersionError
+
+    try:
+        if args.command == "select":
+            return _select(args, planned, out)
+        return _replay(args, filter_set, planned, out)
     except ArchiveVersionError as exc:  # an archive written by a newer filtex-proton
         print(f"filtex-spark: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping
 from typing import Final, TypeAlias
 
-from filtex_proton.archive.index import BUCKET_COLUMN, bucket_of, index_column, parse_bucket
+from filtex_proton.archive.columns import BUCKET_COLUMN, bucket_of, index_column, parse_bucket
 from filtex_proton.spark import ir
 
 __all__ = ["bucket_hint", "bucket_keeps", "implied_values", "index_hint"]

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from proton import Described, symbol
 
-from filtex_proton.archive import BUCKET_COLUMN, address_partition, check_segments
-from filtex_proton.archive.reader import list_segments
+from filtex_proton.archive.columns import BUCKET_COLUMN
+from filtex_proton.archive.layout import address_partition
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.spark import ir
 from filtex_proton.spark.hints import bucket_hint, bucket_keeps, index_hint
-from filtex_proton.spark.session import read_archive, read_segments
 from filtex_proton.spark.translate import Translator, UntranslatableError, residual_sql
 from filtex_proton.sql import ast
 
@@ -137,6 +136,9 @@ class Plan:
         nothing else; the engine's pass over irregular rows is left out when no file can hold
         one (``regular=`` is a directory). A remote URL is read as :func:`read_archive` does.
         """
+        from filtex_proton.archive.reader import check_segments, list_segments
+        from filtex_proton.spark.session import read_archive, read_segments
+
         path = os.fspath(directory)
         if not os.path.isdir(path):
             return self._apply(read_archive(spark, path, addresses, since=since, until=until))

@@ -34,7 +34,7 @@ from proton import Described, float32, symbol, timestamp
 from filtex_proton.amqp.bid import as_decimal as bid_decimal
 from filtex_proton.amqp.types import HEADER_DEFAULTS, Kind, kind_of
 from filtex_proton.amqp.view import Section
-from filtex_proton.archive.schema import (
+from filtex_proton.archive.columns import (
     COLUMN_OF_FIELD,
     DECIMAL_SCALE,
     LONG_MAX,
