@@ -118,6 +118,8 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "console": (str, "serve the management console (a web page and its JSON API) on "
                 "HOST:PORT ('' = off); beyond loopback it needs --tls-cert, --tls-key and "
                 "--users with an admin user (docs/CONSOLE.md)"),
+    "console_sample_interval": (float, "seconds between two points of the console's charts "
+                                "(it keeps 15 minutes)"),
     "listen_tls": (str, "TLS listeners: HOST:PORT[,HOST:PORT...] (needs --tls-cert/--tls-key)"),
     "tls_cert": (str, "PEM server certificate (chain) for the TLS listeners"),
     "tls_key": (str, "PEM private key of --tls-cert"),

@@ -109,6 +109,8 @@ class BrokerConfig:
     console: str = ""
     """``HOST:PORT`` to serve the management console on ('' = off; docs/CONSOLE.md). Beyond
     loopback it needs ``tls_cert``/``tls_key`` and ``users`` (an ``admin`` user)."""
+    console_sample_interval: float = 5.0
+    """Seconds between two points of the console's 15-minute history (its charts)."""
     listen_tls: str = ""
     """TLS listeners, ``HOST:PORT[,HOST:PORT...]`` (docs/BROKER.md "Security")."""
     tls_cert: str = ""

@@ -62,9 +62,7 @@ def _link_json(link: LinkCopy, describer: Describer) -> dict[str, Any]:
 def _node_json(node: NodeCopy, describer: Describer) -> dict[str, Any]:
     links = [_link_json(link, describer) for link in node.links]
     out = sum(link.sent for link in node.links)
-    filtered_out = sum(
-        link.counters["evaluated"] - link.counters["matched"] + link.counters["ruled_out"]
-        for link in node.links if link.counters is not None)
+    filtered_out = sum(link.filtered_out for link in node.links)
     return {"name": node.name, "kind": node.kind, "depth": node.depth, "bytes": node.bytes,
             "in": node.messages_in, "out": out, "filtered_out": filtered_out,
             "consumers": node.consumers, "producers": node.producers, "links": links}
@@ -78,7 +76,9 @@ def overview_json(state: Overview, describer: Describer) -> dict[str, Any]:
                                        "version": state.version,
                                        "connections": state.connections,
                                        "connections_closed_idle":
-                                           state.connections_closed_idle},
+                                           state.connections_closed_idle,
+                                       "memory": {"used": state.memory_used,
+                                                  "limit": state.memory_limit}},
         "nodes": [_node_json(node, describer) for node in nodes],
         "refusals": {"counts": state.refusal_counts, "recent": [
             {"time": r.at, "link": r.link, "address": r.address, "reason": r.reason,

@@ -30,6 +30,9 @@ def validate_console(config: BrokerConfig) -> None:
     host, port = parse_listen(config.console)
     if importlib.util.find_spec("aiohttp") is None:
         raise ConfigError("the console needs aiohttp: pip install 'filtex-proton[console]'")
+    if not 0.1 <= config.console_sample_interval <= 60:
+        raise ConfigError("console_sample_interval must be from 0.1 to 60 seconds, not "
+                          f"{config.console_sample_interval!r}")
     if not is_loopback(host):
         missing = [flag for flag, value in (("--tls-cert", config.tls_cert),
                                             ("--tls-key", config.tls_key),

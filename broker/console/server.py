@@ -11,6 +11,7 @@ a success is remembered for a minute. Every endpoint only reads.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -35,6 +36,7 @@ from broker.console.api import (
     parse_limit,
     test_json,
 )
+from broker.console.history import History
 from broker.console.rules import console_secured
 from broker.console.snapshot import Inspected, overview, peek
 from broker.security.auth import is_loopback
@@ -54,7 +56,7 @@ REACTOR_TIMEOUT: Final = 10.0
 """Seconds a request waits for the reactor thread before answering 503."""
 REMEMBER: Final = 60.0
 """Seconds a verified password is remembered (scrypt is slow on purpose)."""
-_STATIC: Final = ("index.html", "console.js", "console.css")
+_STATIC: Final = ("index.html", "console.js", "charts.js", "console.css")
 _TYPES: Final = {".html": "text/html", ".js": "text/javascript", ".css": "text/css"}
 _HEADERS: Final = {
     "Content-Security-Policy": "default-src 'self'; frame-ancestors 'none'",
@@ -135,10 +137,13 @@ class ConsoleServer:
         self.ssl = (server_context(TlsSettings(Path(config.tls_cert), Path(config.tls_key),
                                                None, "none")) if self.secured else None)
         self.describer = Describer()
+        self.history = History(config.console_sample_interval)
+        """The last 15 minutes, sampled whether or not a page is open (``/api/history``)."""
         self.address: tuple[str, int] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
+        self._sampler: asyncio.Task[None] | None = None
 
     @property
     def url(self) -> str:
@@ -171,6 +176,10 @@ class ConsoleServer:
         try:
             loop.run_forever()
         finally:
+            if self._sampler is not None:
+                self._sampler.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    loop.run_until_complete(self._sampler)
             if self._runner is not None:
                 loop.run_until_complete(self._runner.cleanup())
             loop.close()
@@ -180,6 +189,7 @@ class ConsoleServer:
         app.router.add_get("/", self._page)
         app.router.add_get("/static/{name}", self._static)
         app.router.add_get("/api/overview", self._overview)
+        app.router.add_get("/api/history", self._history)
         app.router.add_get("/api/messages", self._messages)
         app.router.add_post("/api/test", self._test)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -188,7 +198,21 @@ class ConsoleServer:
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl)
         await site.start()
         host, port = runner.addresses[0][:2]
+        self._sampler = asyncio.get_running_loop().create_task(self._sample_forever())
         bound.set_result((str(host), int(port)))
+
+    async def _sample_forever(self) -> None:
+        """A point of history every interval, on a fixed schedule (no drift)."""
+        loop = asyncio.get_running_loop()
+        broker, interval = self.broker, self.history.interval
+        due = loop.time()
+        while True:
+            # The broker busy or stopping: this point is skipped.
+            with contextlib.suppress(web.HTTPServiceUnavailable):
+                self.history.add(await self._on_reactor(lambda: overview(broker)))
+            due += interval
+            due = max(due, loop.time())  # after a stall, no burst of catch-up samples
+            await asyncio.sleep(due - loop.time())
 
     def stop(self) -> None:
         """Stop serving (idempotent; any thread)."""
@@ -243,6 +267,9 @@ class ConsoleServer:
         broker = self.broker
         state: Overview = await self._on_reactor(lambda: overview(broker))
         return _json(overview_json(state, self.describer))
+
+    async def _history(self, request: web.Request) -> web.StreamResponse:
+        return _json(self.history.as_json())
 
     async def _messages(self, request: web.Request) -> web.StreamResponse:
         node = request.query.get("node")

@@ -24,6 +24,7 @@ from filtex_proton.plugin import FilterSet, FilterStats, LinkFilter, Refusal
 if TYPE_CHECKING:
     from broker.client import ClientConnection
     from broker.links import LinkManager
+    from broker.nodes.budget import MemoryBudget
     from broker.nodes.registry import Registry
     from broker.settings import BrokerConfig
     from filtex_proton.plugin import FiltexPlugin
@@ -41,6 +42,7 @@ class Inspected(Protocol):
     clients: dict[int, ClientConnection]
     messages_in: dict[str, int]
     idle_closes: int
+    budget: MemoryBudget
 
 
 @dataclass(slots=True)
@@ -67,6 +69,16 @@ class LinkCopy:
     received: int | None = None
     """Relay mode: messages taken from the upstream on this link (None: not a relay link)."""
 
+    @property
+    def filtered_out(self) -> int:
+        """Messages this link's filters made ineligible for it: evaluated but not TRUE, and
+        ruled out by the node's matcher without an evaluation (0 for an unfiltered link).
+        A node's count adds its links', so one message counts once per link it missed."""
+        counters = self.counters
+        if counters is None:
+            return 0
+        return counters["evaluated"] - counters["matched"] + counters["ruled_out"]
+
 
 @dataclass(slots=True)
 class NodeCopy:
@@ -87,6 +99,10 @@ class Overview:
     version: str
     connections: int
     connections_closed_idle: int
+    memory_used: int
+    """Bytes the broker's messages are charged (``MemoryBudget.accounted``)."""
+    memory_limit: int | None
+    """``--max-memory`` (or the default share of the machine's memory)."""
     nodes: list[NodeCopy]
     refusals: list[Refusal]
     refusal_counts: dict[str, int]
@@ -194,7 +210,8 @@ def overview(broker: Inspected) -> Overview:
     return Overview(
         time=time.time(), container_id=broker.config.container_id, version=__version__,
         connections=len(broker.clients), connections_closed_idle=broker.idle_closes,
-        nodes=nodes, refusals=refusals,
+        memory_used=broker.budget.accounted, memory_limit=broker.budget.limit, nodes=nodes,
+        refusals=refusals,
         refusal_counts=counts,
         upstream=None if upstream is None else {
             "url": broker.config.upstream, "connected": bool(upstream.ready),

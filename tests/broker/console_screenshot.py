@@ -1,21 +1,24 @@
-"""Make docs/console.png: a real broker with a few nodes and filtered links, its console page
-in headless Chromium (selenium; ``apt-get install chromium chromium-driver``), one filter
-tested, and a screenshot of the whole page. From the repository root:
+"""Make docs/console.png: a real broker with a few nodes and filtered links, a minute of
+traffic (so that the charts have 15-minute history to draw), its console page in headless
+Chromium (selenium; ``apt-get install chromium chromium-driver``), one filter tested, and a
+screenshot of the whole page. From the repository root:
 
-    python -m tests.broker.console_screenshot [OUTPUT.png]
+    python -m tests.broker.console_screenshot [OUTPUT.png] [TRAFFIC_SECONDS]
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
+import random
 import sys
 import time
 from pathlib import Path
 
-from proton import Described, Message, symbol
+from proton import Described, Message, Timeout, symbol
 from proton.reactor import Filter
-from proton.utils import BlockingConnection
+from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
@@ -33,8 +36,34 @@ def sql(key: str, text: str, descriptor: str = "amqp:sql-filter") -> Filter:
     return filters({key: Described(symbol(descriptor), text)})
 
 
+def _traffic(orders: BlockingSender, prices: BlockingSender, eu: BlockingReceiver,
+             seconds: float) -> None:
+    """Orders at a rate that rises and falls, EU orders taken as they come (the other
+    consumers take nothing: their queue grows), a price now and then."""
+    rng = random.Random(7)
+    regions = ("eu-west", "eu-north", "us-east", "ap-south")
+    start = time.monotonic()
+    sent = 0
+    while (elapsed := time.monotonic() - start) < seconds:
+        per_second = 4 + 16 * abs(math.sin(elapsed / 15))
+        orders.send(Message(body=f"order {sent}", priority=rng.choice((1, 4, 5, 9)),
+                            properties={"region": rng.choice(regions),
+                                        "amount": rng.randrange(5, 1000)}))
+        sent += 1
+        if sent % 10 == 0:
+            symbol_name = rng.choice(("EURUSD", "GBPUSD", "EURJPY", "AAPL"))
+            prices.send(Message(body=symbol_name, properties={"symbol": symbol_name}))
+        eu.flow(2)
+        with contextlib.suppress(Timeout):
+            while True:
+                eu.receive(timeout=0)
+                eu.accept()
+        time.sleep(1 / per_second)
+
+
 def main() -> int:
     output = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "docs" / "console.png"
+    traffic_seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 60.0
     logging.basicConfig(level=logging.WARNING)
     broker = Broker(BrokerConfig(listen=(("127.0.0.1", 0),), console="127.0.0.1:0",
                                  container_id="filtex-broker"))
@@ -61,9 +90,7 @@ def main() -> int:
         prices = shop.create_sender("prices", options=TopicOption())
         for name in ("EURUSD", "GBPUSD", "EURJPY", "AAPL"):
             prices.send(Message(body=name, properties={"symbol": name}))
-        eu.flow(1)
-        eu.receive(timeout=10)
-        eu.accept()
+        _traffic(sender, prices, eu, traffic_seconds)
         with contextlib.suppress(Exception):  # refused: a refusal for the page to show
             shop.create_receiver("orders", name="typo", options=sql("t", "amount >> 5"))
         time.sleep(1.5)  # two polls: the rates have something to compare

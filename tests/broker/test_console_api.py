@@ -376,3 +376,34 @@ def test_browser_tests_say_why_they_skip(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(browser.shutil, "which", lambda name: None)
     reason = browser.chromium_missing()
     assert reason is not None and "Chromium is not installed" in reason
+
+
+def test_the_history_has_rates_depth_and_memory_from_the_first_request(
+        broker_factory: BrokerFactory) -> None:
+    """Sampled whether or not a page is open: a page opened later draws what came before."""
+    traffic = with_traffic(broker_factory, console_sample_interval=0.2)
+    running = traffic.running
+    wait_for(lambda: len(api(running, "/api/history")["times"]) >= 2, "two samples")
+    sender = traffic.connection.create_sender("charted")
+    send(sender, *(message(f"c{i}", amount=i) for i in range(7)))
+    overview = api(running, "/api/overview")
+    wait_for(lambda: api(running, "/api/history")["times"][-1] > overview["time"],
+             "a sample after the sends")
+    history = api(running, "/api/history")
+    assert history["interval"] == 0.2 and history["span"] == pytest.approx(900.0)
+    times, charted = history["times"], history["nodes"]["charted"]
+    assert all(len(column) == len(times) for column in charted.values())
+    stored = sum(rate * (times[i] - times[i - 1])
+                 for i, rate in enumerate(charted["in"]) if rate is not None)
+    assert stored == pytest.approx(7, abs=0.05)  # every message, once, in some interval
+    assert charted["depth"][-1] == 7
+    assert history["memory"]["limit"] == overview["broker"]["memory"]["limit"] > 0
+    assert history["memory"]["used"][-1] == overview["broker"]["memory"]["used"] > 0
+    filtered = {link["id"] for node in overview["nodes"] for link in node["links"]
+                if link["filtered"]}
+    assert set(history["links"]) == filtered and len(filtered) == 3
+
+
+def test_an_unusable_sample_interval_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"console_sample_interval must be from 0\.1 to 60"):
+        load_config(["--console", "127.0.0.1:0", "--console-sample-interval", "0"])

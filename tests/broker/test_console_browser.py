@@ -3,13 +3,23 @@ real broker with real Proton clients, that it updates without a reload, and the 
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
 
-from .broker_clients import BrokerFactory, bodies, connect, message, refusal_of, send, sql
+from .broker_clients import (
+    BrokerFactory,
+    bodies,
+    connect,
+    message,
+    refusal_of,
+    send,
+    sql,
+    wait_for,
+)
 from .browser import wait_until
-from .console_clients import Traffic, with_traffic
+from .console_clients import Traffic, api, node_of, with_traffic
 
 pytest.importorskip("aiohttp")
 
@@ -118,3 +128,87 @@ def test_the_tester_shows_validity_pushdown_spark_and_verdicts(
     _run_test(chrome, "missing = 1", "jms", "orders")
     results = _texts(chrome, "#test-messages td[data-result]")
     assert results == ["NULL", "NULL", "NULL"]
+
+
+def _drawn(driver: Any, chart: str, series: str) -> list[tuple[float, float]]:
+    """The (time, value) points a chart's line draws, read back from its SVG path through
+    the chart's own scale (data-start, data-span, data-max and its size in pixels)."""
+    found = driver.execute_script(
+        "const svg = Array.from(document.querySelectorAll('svg.chart'))"
+        "  .find(s => s.dataset.chart === arguments[0]);"
+        "if (!svg) return null;"
+        "const path = svg.querySelector(`path[data-series='${arguments[1]}']`);"
+        "return [path.getAttribute('d'), svg.dataset.start, svg.dataset.span, svg.dataset.max,"
+        "        svg.dataset.width, svg.dataset.height];", chart, series)
+    assert found is not None, f"no chart {chart!r} on the page"
+    d, start, span, top, width, height = found
+    points = []
+    for command in d.split():
+        x, y = (float(part) for part in command[1:].split(","))
+        points.append((float(start) + x * float(span) / float(width),
+                       float(top) * (1 - y / float(height))))
+    return points
+
+
+def test_the_charts_draw_the_history_and_agree_with_the_counters(
+        chrome: Any, broker_factory: BrokerFactory) -> None:
+    """A minute of history in a few seconds (a short sample interval): each node's in/out and
+    depth chart, each filtered link's matched/not matched chart and the memory chart draw
+    the points of GET /api/history, and the rates add up to the counters."""
+    traffic = with_traffic(broker_factory, console_sample_interval=0.25)
+    running = traffic.running
+    wait_for(lambda: len(api(running, "/api/history")["times"]) >= 2, "two samples")
+    sender = traffic.connection.create_sender("charted")
+    charted = connect(running.url)
+    odd = charted.create_receiver("charted", name="odd", options=sql("n % 2 = 1", "odd"),
+                                  credit=100)
+    for burst in range(3):
+        send(sender, *(message(f"c{burst}-{i}", n=i) for i in range(5 + burst)))
+        time.sleep(0.6)  # a few samples apart
+    assert len(bodies(odd, 2 + 3 + 3)) == 8  # 1, 3 | 1, 3, 5 | 1, 3, 5
+    overview = api(running, "/api/overview")
+    wait_for(lambda: api(running, "/api/history")["times"][-1] > overview["time"] + 0.3,
+             "samples after the traffic")
+    console = running.broker.console
+    assert console is not None
+    chrome.get(console.url)  # opened after the traffic: the charts are drawn on first paint
+    wait_until(chrome, lambda d: d.execute_script(
+        "return document.querySelectorAll('svg.chart').length") > 0, "the charts")
+    history = api(running, "/api/history")
+    times = history["times"]
+    node = node_of(overview, "charted")
+    link = next(link for link in node["links"] if link["name"] == "odd")
+
+    def total(points: list[tuple[float, float]]) -> float:
+        """Rates times the time each covers: a point, since the sample before it."""
+        covered = 0.0
+        for at, rate in points:
+            index = min(range(1, len(times)), key=lambda i: abs(times[i] - at))
+            covered += rate * (times[index] - times[index - 1])
+        return covered
+
+    for chart, series, expected in (("rates:charted", "in", node["in"]),
+                                    ("rates:charted", "out", node["out"]),
+                                    ("rates:charted", "filtered_out", node["filtered_out"]),
+                                    (f"link:{link['id']}", "matched",
+                                     link["counters"]["matched"]),
+                                    (f"link:{link['id']}", "not_matched",
+                                     link["counters"]["not_matched"])):
+        drawn = _drawn(chrome, chart, series)
+        kept = history["nodes"]["charted"] if chart.startswith("rates") else \
+            history["links"][link["id"]]
+        values = [(t, v) for t, v in zip(times, kept[series], strict=True) if v is not None]
+        assert len(drawn) >= len(values) - 2, (chart, series)  # the page's copy may be older
+        for at, value in drawn:
+            near = min(values, key=lambda point: abs(point[0] - at))
+            assert abs(near[0] - at) < 0.05 and abs(near[1] - value) < 0.05, (chart, series)
+        assert total(drawn) == pytest.approx(expected, abs=0.2), (chart, series, drawn)
+    assert node["in"] == 18 and link["counters"]["matched"] == 8
+    depth = _drawn(chrome, "depth:charted", "depth")
+    assert depth[-1][1] == pytest.approx(node["depth"], abs=0.1)
+    memory = _drawn(chrome, "memory", "memory")
+    assert memory and memory[-1][1] == pytest.approx(history["memory"]["used"][-1], rel=0.05,
+                                                     abs=history["memory"]["limit"] / 3600)
+    note = _text(chrome, "#filtered-out-note")
+    assert "counts per link" in note and "can exceed" in note
+    charted.close()

@@ -4,6 +4,8 @@
 
 const POLL_MS = 1000;
 let previous = null;  // the last overview, for rates
+let history = null;   // GET /api/history: the charts, and rates before two polls
+const { CHARTS, latestRate, formatValue } = window.filtexCharts;
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -22,9 +24,16 @@ function num(value, attrs) {
   return el("td", Object.assign({ class: "num" }, attrs || {}), value ?? "");
 }
 
-function rate(now, before, seconds) {
-  if (before === undefined || before === null || !(seconds > 0)) return "";
+// Per second between two polls; before the second poll, the history's latest point.
+function rate(now, before, seconds, fallback) {
+  if (before === undefined || before === null || !(seconds > 0)) {
+    return fallback === null || fallback === undefined ? "" : fallback.toFixed(1);
+  }
   return ((now - before) / seconds).toFixed(1);
+}
+
+function chartCell(chart) {
+  return el("td", { class: "chart-cell" }, chart || el("span", { class: "muted" }, "–"));
 }
 
 function formatJson(value) {
@@ -46,11 +55,15 @@ function renderNodes(state, seconds) {
     return el("tr", { "data-node": node.name },
       el("td", {}, node.name), el("td", {}, node.kind),
       num(node.depth, { "data-field": "depth" }), num(node.bytes, { "data-field": "bytes" }),
-      num(node.in, { "data-field": "in" }), num(rate(node.in, old.in, seconds)),
-      num(node.out, { "data-field": "out" }), num(rate(node.out, old.out, seconds)),
+      num(node.in, { "data-field": "in" }),
+      num(rate(node.in, old.in, seconds, latestRate(history, "nodes", node.name, "in"))),
+      num(node.out, { "data-field": "out" }),
+      num(rate(node.out, old.out, seconds, latestRate(history, "nodes", node.name, "out"))),
       num(node.filtered_out, { "data-field": "filtered_out" }),
       num(node.consumers, { "data-field": "consumers" }),
-      num(node.producers, { "data-field": "producers" }));
+      num(node.producers, { "data-field": "producers" }),
+      chartCell(history && CHARTS.nodeRates(history, node.name)),
+      chartCell(history && CHARTS.nodeDepth(history, node.name)));
   }));
   document.getElementById("no-nodes").hidden = state.nodes.length > 0;
 }
@@ -71,6 +84,8 @@ function renderLinks(state, seconds) {
     const head = el("tr", {}, el("th", {}, "link"), el("th", {}, "peer"), el("th", {}, "role"),
       el("th", {}, "credit"), el("th", {}, "sent"), el("th", {}, "sent/s"),
       el("th", {}, "unsettled"), el("th", {}, "filters"),
+      el("th", { title: "matched and not matched per second, last 15 minutes" },
+         "matched / not matched"),
       ...COUNTERS.map((c) => el("th", {}, c.replace("_", " "))), el("th", {}, "evaluated/s"),
       ...(relay ? [el("th", {}, "from upstream"), el("th", {}, "pushed down")] : []));
     const rows = node.links.map((link) => {
@@ -90,6 +105,7 @@ function renderLinks(state, seconds) {
         num(link.credit), num(link.sent, { "data-counter": "sent" }),
         num(rate(link.sent, old.sent, seconds)), num(link.unsettled),
         el("td", { class: "filters" }, filters),
+        chartCell(history && link.counters && CHARTS.link(history, link.id)),
         ...COUNTERS.map((c) => num(counters[c], { "data-counter": c })),
         num(rate(counters.evaluated, oldCounters.evaluated, seconds)),
         ...(relay ? [num(link.received, { "data-counter": "received" }),
@@ -103,6 +119,29 @@ function renderLinks(state, seconds) {
   }
   container.replaceChildren(...(blocks.length ? blocks
                                 : [el("p", { class: "muted" }, "No consumer links.")]));
+}
+
+function renderMemory(state) {
+  const memory = state.broker.memory;
+  const share = memory.limit ? ` (${(100 * memory.used / memory.limit).toFixed(1)}%)` : "";
+  document.getElementById("memory-text").textContent =
+    `${formatValue(memory.used, "B")} of ${memory.limit ? formatValue(memory.limit, "B") : "no limit"}${share}`;
+  document.getElementById("memory-chart").replaceChildren(
+    ...(history ? [CHARTS.memory(history)] : []));
+}
+
+// The history changes once per sample: fetched at load (the charts are drawn on first
+// paint) and then every interval.
+async function pollHistory() {
+  let wait = 5000;
+  try {
+    history = await api("/api/history");
+    wait = Math.max(1000, history.interval * 1000);
+  } catch (error) {
+    // the overview's status line says what is wrong; the charts keep their last state
+  }
+  setTimeout(pollHistory, wait);
+  return history;
 }
 
 function renderRefusals(state) {
@@ -147,6 +186,7 @@ async function poll() {
       `${state.broker.container_id} ${state.broker.version}, ${state.broker.connections} connection(s)` +
       (state.broker.connections_closed_idle
         ? `, ${state.broker.connections_closed_idle} closed for idle-timeout` : "");
+    renderMemory(state);
     renderUpstream(state);
     renderNodes(state, seconds);
     renderLinks(state, seconds);
@@ -218,4 +258,4 @@ async function runTest(event) {
 }
 
 document.getElementById("tester").addEventListener("submit", runTest);
-poll();
+pollHistory().finally(poll);
