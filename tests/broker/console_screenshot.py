@@ -36,10 +36,12 @@ def sql(key: str, text: str, descriptor: str = "amqp:sql-filter") -> Filter:
     return filters({key: Described(symbol(descriptor), text)})
 
 
-def _traffic(orders: BlockingSender, prices: BlockingSender, eu: BlockingReceiver,
-             seconds: float) -> None:
-    """Orders at a rate that rises and falls, EU orders taken as they come (the other
-    consumers take nothing: their queue grows), a price now and then."""
+def _traffic(orders: BlockingSender, prices: BlockingSender,
+             takers: list[BlockingReceiver], seconds: float) -> None:
+    """Orders at a rate that rises and falls, a price now and then; the ``takers`` take
+    what they match as it comes (the big-orders consumer takes nothing: its queue grows).
+    Taking also pumps the clients' connections (heartbeats: the broker closes a connection
+    silent for --idle-timeout)."""
     rng = random.Random(7)
     regions = ("eu-west", "eu-north", "us-east", "ap-south")
     start = time.monotonic()
@@ -53,11 +55,12 @@ def _traffic(orders: BlockingSender, prices: BlockingSender, eu: BlockingReceive
         if sent % 10 == 0:
             symbol_name = rng.choice(("EURUSD", "GBPUSD", "EURJPY", "AAPL"))
             prices.send(Message(body=symbol_name, properties={"symbol": symbol_name}))
-        eu.flow(2)
-        with contextlib.suppress(Timeout):
-            while True:
-                eu.receive(timeout=0)
-                eu.accept()
+        for taker in takers:
+            taker.flow(2)
+            with contextlib.suppress(Timeout):
+                while True:
+                    taker.receive(timeout=0.005)  # (0 would not pump the connection)
+                    taker.accept()
         time.sleep(1 / per_second)
 
 
@@ -77,10 +80,10 @@ def main() -> int:
                              options=sql("big", "amount > 100 AND header.priority >= 4"),
                              credit=0)
         audit = BlockingConnection(f"{host}:{port}")
-        audit.create_receiver("prices", name="all-prices", options=TopicOption())
-        audit.create_receiver("prices", name="fx-prices",
-                              options=[TopicOption(), sql("fx", "symbol LIKE 'EUR%'",
-                                                     "apache.org:selector-filter:string")])
+        all_prices = audit.create_receiver("prices", name="all-prices", options=TopicOption(),
+                                           credit=0)
+        fx_prices = audit.create_receiver("prices", name="fx-prices", credit=0, options=[
+            TopicOption(), sql("fx", "symbol LIKE 'EUR%'", "apache.org:selector-filter:string")])
         sender = shop.create_sender("orders")
         for index, (region, amount) in enumerate([("eu-west", 40), ("us-east", 250),
                                                   ("eu-north", 900), ("ap-south", 12),
@@ -90,7 +93,7 @@ def main() -> int:
         prices = shop.create_sender("prices", options=TopicOption())
         for name in ("EURUSD", "GBPUSD", "EURJPY", "AAPL"):
             prices.send(Message(body=name, properties={"symbol": name}))
-        _traffic(sender, prices, eu, traffic_seconds)
+        _traffic(sender, prices, [eu, all_prices, fx_prices], traffic_seconds)
         with contextlib.suppress(Exception):  # refused: a refusal for the page to show
             shop.create_receiver("orders", name="typo", options=sql("t", "amount >> 5"))
         time.sleep(1.5)  # two polls: the rates have something to compare
