@@ -101,13 +101,11 @@ def sql_decoder(dialect: str) -> LeafDecoder:
         if value is None or kind_of(value) not in (Kind.STRING, Kind.SYMBOL):
             raise ctx.type_error(value, "a string")
         from filtex_proton.sql import compile_sql
-        from filtex_proton.sql.parser import check_filter
 
         try:
             compiled = compile_sql(str(value), _dialect(dialect), ctx.limits)
         except RecursionError:
             raise FilterError("expression is too deeply nested", limit=True) from None
-        check_filter(compiled.ast, compiled.text, compiled.dialect)
         _log_null_functions(compiled)
         return SqlFilter(ctx.descriptor, value, ctx.type_name, compiled)
 

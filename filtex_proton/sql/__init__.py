@@ -20,7 +20,7 @@ from filtex_proton.limits import DEFAULT_LIMITS, Limits
 from filtex_proton.sql import ast
 from filtex_proton.sql.compiler import Evaluator, compile_expression
 from filtex_proton.sql.dialects import AMQP_SQL, JMS_SELECTOR, Dialect
-from filtex_proton.sql.parser import parse
+from filtex_proton.sql.parser import check_filter, parse
 
 __all__ = ["AMQP_SQL", "JMS_SELECTOR", "CompiledSql", "Dialect", "compile_sql", "parse"]
 
@@ -59,8 +59,13 @@ class CompiledSql:
 def compile_sql(
     text: str, dialect: Dialect = AMQP_SQL, limits: Limits = DEFAULT_LIMITS
 ) -> CompiledSql:
-    """Parse, check and compile a SQL filter; raises :class:`FilterError` when invalid."""
+    """Parse, check and compile a SQL filter; raises :class:`FilterError` when invalid.
+
+    What a whole filter must be in its dialect is checked too (a JMS selector is a
+    conditional expression), so this accepts exactly what the filter types accept on the
+    wire; :func:`parse` reads any expression."""
     root = parse(text, dialect, limits)
+    check_filter(root, text, dialect)
     try:
         evaluator = compile_expression(root, dialect)
     except RecursionError:  # only reachable if limits allow absurd depths

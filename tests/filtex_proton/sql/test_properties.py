@@ -50,7 +50,7 @@ from filtex_proton.sql import functions as sql_functions
 from filtex_proton.sql.compiler import compile_expression
 from filtex_proton.sql.dialects import JMS_HEADERS
 from filtex_proton.sql.like import compile_like
-from filtex_proton.sql.parser import parse
+from filtex_proton.sql.parser import check_filter, parse
 from filtex_proton.sql.portability import notes
 from filtex_proton.sql.printer import to_sql
 from filtex_proton.sql.reference import interpret, interpret_truth
@@ -514,6 +514,14 @@ def _raw(evaluate: Callable[[], Any]) -> Any:
         return ("raised", type(error).__name__)
 
 
+def _is_whole_filter(tree: ast.Expr, text: str, dialect: Dialect) -> bool:
+    try:
+        check_filter(tree, text, dialect)
+    except FilterError:
+        return False
+    return True
+
+
 @PROPERTY_SETTINGS
 @given(case=EVALUABLE_TREES, view=messages)
 def test_c_compiled_agrees_with_reference(
@@ -525,8 +533,14 @@ def test_c_compiled_agrees_with_reference(
         expected_truth = interpret_truth(tree, view, dialect)
         compiled = CompiledSql("", tree, dialect, evaluator)
         assert compiled.evaluate(view) is expected_truth
-        # the same through the public text API
-        assert compile_sql(to_sql(tree, dialect), dialect).evaluate(view) is expected_truth
+        # the same through the public text API, which takes what the wire takes: in JMS
+        # only a conditional expression
+        text = to_sql(tree, dialect)
+        if _is_whole_filter(tree, text, dialect):
+            assert compile_sql(text, dialect).evaluate(view) is expected_truth
+        else:
+            with pytest.raises(FilterError, match="is not a condition"):
+                compile_sql(text, dialect)
         # and the values themselves, of every sub-expression: same type, NaN-aware
         for node, _ in ast.walk(tree):
             if isinstance(node, ast.Key | ast.Index):
@@ -582,3 +596,18 @@ def test_like_agrees_with_dynamic_programming(text: str, pattern: str, escape: s
         assert expected is None
         return
     assert matcher(text) is expected
+
+
+@pytest.mark.parametrize("text", ["3 + 5", "'text'", "NULL", "a AND 0", "NOT 'x'"])
+def test_the_api_refuses_what_the_jms_selector_type_refuses_on_the_wire(text: str) -> None:
+    """JMS §3.8.1.1: a selector is a conditional expression; compile_sql and the wire agree."""
+    from proton import Described, symbol
+
+    from filtex_proton.filterset import decode_filter_set
+
+    with pytest.raises(FilterError, match="is not a condition"):
+        compile_sql(text, JMS_SELECTOR)
+    with pytest.raises(FilterError, match="is not a condition"):
+        decode_filter_set({symbol("f"): Described(symbol("apache.org:selector-filter:string"),
+                                                  text)})
+    compile_sql(text, AMQP_SQL)  # an AMQP SQL filter may be any expression (§6.4.2)
