@@ -36,8 +36,8 @@ from typing import ClassVar, Final, Protocol, cast
 from broker.nodes.budget import MemoryBudget, entry_cost
 from broker.nodes.entry import Entry
 from broker.nodes.node import Journal, Node, NodeLimits
-from filtex_proton.matcher import NodeMatcher, Verdict
-from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
+from filtex_proton.matcher import NodeMatcher, Verdict, verdict
+from filtex_proton.plugin import FilterMessage, LinkFilter
 
 __all__ = ["Outlet", "Queue"]
 
@@ -53,7 +53,6 @@ class Outlet(Protocol):
     closed: bool
     browse: bool
     filter: LinkFilter | None
-    filter_stats: FilterStats | None
 
     def send(self, entry: Entry) -> None: ...
 
@@ -296,13 +295,13 @@ class Queue(Node):
                 continue
             if notes is not None and entry.refuses(consumer):
                 continue
-            verdict = self.matcher.verdict(consumer, message)
-            if verdict is Verdict.MATCHED:
+            answer = self.matcher.verdict(consumer, message)
+            if answer is Verdict.MATCHED:
                 self.ready -= 1
                 self._served = consumer.order
                 consumer.send(entry)
                 break
-            if verdict is Verdict.OVER_BUDGET:
+            if answer is Verdict.OVER_BUDGET:
                 retry.append(consumer)  # not a "no": its own scan tries again
             else:
                 said_no.add(consumer)
@@ -404,8 +403,6 @@ class Queue(Node):
         n = len(slots)
         i = consumer.cursor
         link_filter = consumer.filter
-        stats = consumer.filter_stats
-        misses = stats.budget_exceeded if stats is not None else 0
         rewind = -1
         while True:
             while i < n:
@@ -419,12 +416,12 @@ class Queue(Node):
                     continue  # the matcher ruled it out when the message arrived
                 if entry.notes is not None and entry.refuses(consumer):
                     continue
-                if link_filter is not None and not link_filter.matches(entry.message):
-                    if stats is not None and stats.budget_exceeded != misses:
-                        misses = stats.budget_exceeded
-                        if rewind < 0 and entry.retry(consumer):
+                if link_filter is not None:
+                    answer = verdict(link_filter, entry.message)
+                    if answer is not Verdict.MATCHED:
+                        if answer is Verdict.OVER_BUDGET and rewind < 0 and entry.retry(consumer):
                             rewind = i - 1
-                    continue
+                        continue
                 consumer.cursor = i if rewind < 0 else rewind  # come back for the retry
                 return entry
             if rewind < 0:

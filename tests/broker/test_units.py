@@ -167,16 +167,14 @@ def test_budget_exceeded_is_not_a_verdict() -> None:
 def test_a_filter_always_out_of_time_gives_up_after_a_few_tries() -> None:
     queue = _queue(2)
     consumer = FakeConsumer(queue, credit=10, settle=True)
-    stats = Stats()
 
     class Hopeless(FakeFilter):
         def matches(self, message: FilterMessage) -> bool:
             self.evaluated.append(int(message.data))
-            stats.budget_exceeded += 1
+            self.stats.budget_exceeded += 1  # its set's stats: what a verdict reads
             return False
 
     consumer.filter = Hopeless(set())
-    consumer.filter_stats = stats
     queue.dispatch()
     assert consumer.got == []
     assert consumer.filter.evaluated.count(0) == 4  # the first look and three retries

@@ -1,0 +1,520 @@
+"""The index of a node's links by what their filter sets require, and the verdicts per message.
+
+A queue or topic with thousands of filtered links cannot afford to evaluate every set for
+every message. :class:`NodeMatcher` files each link's condition
+(:func:`~filtex_proton.matcher.decompose.decompose`) under one atom per alternative and,
+per message, reads each indexed field once, looks its value up (a dict lookup per field for
+equality) and returns the links that could match: the *candidates*. Only candidates are
+evaluated, by their own :class:`~filtex_proton.plugin.LinkFilter`, so the verdict is
+exactly per-link evaluation's.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import math
+import operator
+from collections.abc import Hashable
+from dataclasses import dataclass
+from typing import Any, Final, Generic, NamedTuple, TypeAlias, TypeVar
+
+from filtex_proton.amqp.types import HEADER_DEFAULTS
+from filtex_proton.amqp.view import MISSING, MessageView, Section
+from filtex_proton.matcher.atoms import (
+    ALWAYS,
+    ANCHOR_RANK,
+    Atom,
+    Condition,
+    FieldEquals,
+    FieldNotNull,
+    FieldNull,
+    FieldPrefix,
+    FieldRange,
+    holds,
+    number_value,
+    text_value,
+    value_key,
+    with_default,
+)
+from filtex_proton.matcher.decompose import decided_by_index, decompose
+from filtex_proton.plugin import FilterMessage, LinkFilter
+
+__all__ = ["MatcherStats", "NodeMatch", "NodeMatcher", "Verdict", "verdict"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+# ---------------------------------------------------------------------------------- verdicts
+
+
+class Verdict(enum.Enum):
+    """One link's answer for one message, as a node needs it."""
+
+    MATCHED = "matched"
+    NOT_MATCHED = "not-matched"
+    """FALSE, NULL or an evaluation error; or ruled out by the index without evaluation."""
+    OVER_BUDGET = "over-budget"
+    """The per-message evaluation budget ran out: not a "no", worth retrying later."""
+
+
+def verdict(link_filter: LinkFilter, message: FilterMessage) -> Verdict:
+    """Evaluate one link (through its ``matches``, so subclasses still time or count)."""
+    stats = link_filter.filter_set.stats
+    before = stats.budget_exceeded
+    if link_filter.matches(message):
+        return Verdict.MATCHED
+    return Verdict.OVER_BUDGET if stats.budget_exceeded != before else Verdict.NOT_MATCHED
+
+
+# ----------------------------------------------------------------------------- the index
+
+
+class _Registration(Generic[K]):
+    __slots__ = ("always", "candidate", "entries", "exact", "key", "link_filter", "seq",
+                 "since")
+
+    def __init__(self, key: K, link_filter: LinkFilter | None, seq: int, since: int) -> None:
+        self.key = key
+        self.link_filter = link_filter
+        self.seq = seq
+        self.since = since
+        self.candidate = 0
+        self.entries: list[_Entry[K]] = []
+        self.always = False
+        self.exact = False
+        """A hit is a match: counted as an evaluation that matched, without evaluating."""
+
+
+class _Entry(Generic[K]):
+    """One alternative of one set: indexed by ``anchor``; ``rest`` checked on a hit."""
+
+    __slots__ = ("anchor", "registration", "rest", "sort")
+
+    def __init__(self, registration: _Registration[K], anchor: Atom,
+                 rest: tuple[Atom, ...], sort: int) -> None:
+        self.registration = registration
+        self.anchor = anchor
+        self.rest = rest
+        self.sort = sort
+
+
+Bucket: TypeAlias = "dict[_Entry[Any], None]"
+_NO_ENTRIES: Final[tuple[_Entry[Any], ...]] = ()
+
+
+class _Slot:
+    """The entries anchored on one field (section, key): one read per message.
+
+    Equality under the SQL rules is the common case and has its own dict, so
+    that a slot holding only such entries costs one lookup (``simple``).
+    """
+
+    __slots__ = ("bands", "default", "eq_prop", "eq_sql", "exists", "highs", "key", "lows",
+                 "notnull", "null", "prefix_lengths", "prefixes", "section", "simple", "size")
+
+    def __init__(self, section: Section, key: Any) -> None:
+        self.section = section
+        self.key = key
+        self.default = HEADER_DEFAULTS.get(key) if section is Section.HEADER else None
+        # Equality buckets are keyed by value_key, except that a string's ("s", text) is
+        # kept as the plain text (no tuple to build per message; a str never equals a tuple).
+        self.eq_sql: dict[Hashable, Bucket] = {}
+        self.eq_prop: dict[Hashable, Bucket] = {}
+        self.prefixes: dict[tuple[str, str], Bucket] = {}
+        self.prefix_lengths: dict[tuple[str, int], int] = {}
+        self.lows: list[tuple[float, int, _Entry[Any]]] = []
+        """Ranges with a low bound only, by bound: a value's hits are a prefix."""
+        self.highs: list[tuple[float, int, _Entry[Any]]] = []
+        """Ranges with a high bound only, by bound: a value's hits are a suffix."""
+        self.bands: dict[float, list[tuple[float, int, _Entry[Any]]]] = {}
+        """Ranges with both bounds, by width class (a power of two above the width, or
+        inf) and then by low bound: a value x can only be in those whose low lies in
+        [x - class, x], found by bisection instead of a scan of every range."""
+        self.null: Bucket = {}
+        self.notnull: Bucket = {}
+        self.exists: Bucket = {}
+        self.size = 0
+        self.simple = True
+
+    def _update(self) -> None:
+        self.simple = not (self.eq_prop or self.prefixes or self.lows or self.highs
+                           or self.bands or self.null or self.notnull or self.exists)
+
+    def cost(self, atom: Atom) -> float:
+        """How many entries a hit on ``atom`` would share its bucket with, weighted by how
+        broad the atom's kind is: the anchor of a conjunction is its cheapest atom."""
+        if type(atom) is FieldEquals:
+            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
+            return float(sum(len(by_key.get(_ikey(key), _NO_ENTRIES)) + 1 for key in atom.keys))
+        if type(atom) is FieldPrefix:
+            bucket = self.prefixes.get((atom.field.rules, atom.prefix), _NO_ENTRIES)
+            return 2.0 * (len(bucket) + 1)
+        if type(atom) is FieldRange:
+            if atom.low is None or atom.high is None:
+                return 8.0 * (len(self.lows if atom.high is None else self.highs) + 1)
+            window = _band(atom.low, atom.high)
+            band = self.bands.get(window, [])
+            if window == math.inf:
+                return 8.0 * (len(band) + 1)
+            near = bisect.bisect_right(band, (atom.high, math.inf)) - bisect.bisect_left(
+                band, (atom.low - window,))
+            return 2.0 * (near + 1)
+        if type(atom) is FieldNull:
+            return 16.0 * (len(self.null) + 1)
+        return 32.0 * (len(self._bucket(atom)) + 1)
+
+    def _ranges(self, atom: FieldRange) -> list[tuple[float, int, _Entry[Any]]]:
+        if atom.high is None:
+            return self.lows
+        if atom.low is None:
+            return self.highs
+        return self.bands.setdefault(_band(atom.low, atom.high), [])
+
+    def add(self, entry: _Entry[Any]) -> None:
+        atom = entry.anchor
+        self.size += 1
+        if type(atom) is FieldEquals:
+            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
+            for key in atom.keys:
+                by_key.setdefault(_ikey(key), {})[entry] = None
+        elif type(atom) is FieldPrefix:
+            rules = atom.field.rules
+            self.prefixes.setdefault((rules, atom.prefix), {})[entry] = None
+            length = (rules, len(atom.prefix))
+            self.prefix_lengths[length] = self.prefix_lengths.get(length, 0) + 1
+        elif type(atom) is FieldRange:
+            bound = atom.high if atom.low is None else atom.low
+            assert bound is not None
+            bisect.insort(self._ranges(atom), (bound, entry.sort, entry))
+        else:
+            self._bucket(atom)[entry] = None
+        self._update()
+
+    def remove(self, entry: _Entry[Any]) -> None:
+        atom = entry.anchor
+        self.size -= 1
+        if type(atom) is FieldEquals:
+            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
+            for key in atom.keys:
+                ikey = _ikey(key)
+                bucket = by_key[ikey]
+                del bucket[entry]
+                if not bucket:
+                    del by_key[ikey]
+        elif type(atom) is FieldPrefix:
+            rules = atom.field.rules
+            bucket = self.prefixes[(rules, atom.prefix)]
+            del bucket[entry]
+            if not bucket:
+                del self.prefixes[(rules, atom.prefix)]
+            length = (rules, len(atom.prefix))
+            self.prefix_lengths[length] -= 1
+            if not self.prefix_lengths[length]:
+                del self.prefix_lengths[length]
+        elif type(atom) is FieldRange:
+            ranges = self._ranges(atom)
+            bound = atom.high if atom.low is None else atom.low
+            del ranges[bisect.bisect_left(ranges, (bound, entry.sort))]
+            if not ranges and atom.low is not None and atom.high is not None:
+                del self.bands[_band(atom.low, atom.high)]
+        else:
+            del self._bucket(atom)[entry]
+        self._update()
+
+    def _bucket(self, atom: Atom) -> Bucket:
+        if type(atom) is FieldNull:
+            return self.null
+        return self.notnull if type(atom) is FieldNotNull else self.exists
+
+    def hits(self, raw: Any) -> Any:
+        """The entries whose anchor holds for this field value (an iterable)."""
+        value = self.default if raw is MISSING else raw
+        if self.simple:
+            if type(value) is str:
+                return self.eq_sql.get(value, _NO_ENTRIES)
+            key = value_key(value, "sql")
+            return _NO_ENTRIES if key is None else self.eq_sql.get(_ikey(key), _NO_ENTRIES)
+        found: list[_Entry[Any]] = []
+        if raw is not MISSING:
+            found.extend(self.exists)
+        if value is None:
+            found.extend(self.null)
+            return found
+        found.extend(self.notnull)
+        if self.eq_sql:
+            key = value_key(value, "sql")
+            if key is not None:
+                found.extend(self.eq_sql.get(_ikey(key), _NO_ENTRIES))
+        if self.eq_prop:
+            key = value_key(value, "property")
+            if key is not None:
+                found.extend(self.eq_prop.get(_ikey(key), _NO_ENTRIES))
+        if self.prefixes:
+            texts = {"sql": text_value(value, "sql"), "property": text_value(value, "property")}
+            for rules, length in self.prefix_lengths:
+                text = texts[rules]
+                if text is not None and length <= len(text):
+                    found.extend(self.prefixes.get((rules, text[:length]), _NO_ENTRIES))
+        if self.lows or self.highs or self.bands:
+            number = number_value(value)
+            if number is not None:
+                lows = self.lows
+                found.extend(entry for _low, _sort, entry in lows[:bisect.bisect_right(
+                    lows, (number, math.inf))])
+                highs = self.highs
+                found.extend(entry for _high, _sort, entry in highs[bisect.bisect_left(
+                    highs, (number, -1)):])
+                for window, band in self.bands.items():
+                    start = 0 if window == math.inf else bisect.bisect_left(
+                        band, (number - window,))
+                    for _low, _sort, entry in band[start:bisect.bisect_right(
+                            band, (number, math.inf))]:
+                        if number <= entry.anchor.high:  # type: ignore[union-attr,operator]
+                            found.append(entry)
+        return found
+
+
+_EMPTY_SLOT: Final = _Slot(Section.APPLICATION_PROPERTIES, None)
+
+
+def _ikey(key: Hashable) -> Hashable:
+    """An equality bucket's key for a value_key: a string's text alone."""
+    return key[1] if type(key) is tuple and key[0] == "s" else key
+
+
+def _band(low: float, high: float) -> float:
+    """The width class of a range with both bounds: a power of two at least twice its
+    width (so that rounding in ``x - class`` cannot lose one), or inf."""
+    width = high - low
+    if not math.isfinite(width):
+        return math.inf
+    return math.ldexp(1.0, math.frexp(width)[1] + 1)
+
+
+@dataclass(slots=True)
+class MatcherStats:
+    """What the matcher did, for metrics and for judging the index."""
+
+    messages: int = 0
+    candidates: int = 0
+    """Sets returned as candidates (each evaluated, or offered to the caller)."""
+    fallbacks: int = 0
+    """Messages whose indexed fields could not be read: every set was a candidate."""
+
+
+class NodeMatch(NamedTuple, Generic[K]):
+    """The links one message goes to (a topic's answer), in registration order."""
+
+    matched: tuple[K, ...]
+    over_budget: tuple[K, ...]
+    """Evaluated, but out of budget: not a "no" (a queue may try again later)."""
+    evaluated: int
+    """How many sets were candidates (evaluated, or matched exactly by the index)."""
+
+    def verdict(self, key: K) -> Verdict:
+        if key in self.matched:
+            return Verdict.MATCHED
+        return Verdict.OVER_BUDGET if key in self.over_budget else Verdict.NOT_MATCHED
+
+
+class NodeMatcher(Generic[K]):
+    """The filtered links of one node, indexed by what their filter sets require.
+
+    ``register(key, link_filter)`` when a link attaches (``None`` or an empty
+    set: it matches everything), ``unregister(key)`` when it detaches. Per
+    message, a topic calls :meth:`match` (every link whose set is TRUE); a
+    queue calls :meth:`candidates` and then :meth:`verdict` on candidates with
+    credit until one matches. Keys are whatever the node keeps per link.
+
+    A set the index decides exactly (string equality and the like, see
+    :func:`_exact`) is counted in its stats as evaluated and matched without
+    running its ``matches``; ``always_evaluate=True`` runs it anyway (for a
+    container whose ``LinkFilter`` subclass times evaluations).
+    """
+
+    def __init__(self, *, always_evaluate: bool = False) -> None:
+        self.always_evaluate = always_evaluate
+        self._registrations: dict[K, _Registration[K]] = {}
+        self._slots: dict[tuple[Section, Any], _Slot] = {}
+        self._always: dict[_Registration[K], None] = {}
+        self._seq = 0
+        self.stats = MatcherStats()
+
+    def __len__(self) -> int:
+        return len(self._registrations)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._registrations
+
+    # -- attach and detach ------------------------------------------------------------
+
+    def register(self, key: K, link_filter: LinkFilter | None) -> None:
+        """Index a link's compiled filter set (replacing what ``key`` had)."""
+        if key in self._registrations:
+            self.unregister(key)
+        self._seq += 1
+        registration = _Registration(key, link_filter, self._seq, self.stats.messages)
+        self._registrations[key] = registration
+        if link_filter is None or link_filter.is_trivial:
+            condition = ALWAYS
+        else:
+            condition = decompose(link_filter.filter_set)
+            registration.exact = (not self.always_evaluate
+                                  and decided_by_index(link_filter.filter_set))
+        if any(not conjunction for conjunction in condition):
+            registration.always = True
+            self._always[registration] = None
+            return
+        for conjunction in condition:
+            ordered = sorted(conjunction, key=lambda atom: ANCHOR_RANK[type(atom)])
+            anchor = min(ordered, key=self._cost)  # the first of the cheapest
+            self._seq += 1
+            entry = _Entry(registration, anchor, tuple(a for a in ordered if a is not anchor),
+                           self._seq)
+            registration.entries.append(entry)
+            slot_key = (anchor.field.section, anchor.field.key)
+            slot = self._slots.get(slot_key)
+            if slot is None:
+                slot = self._slots[slot_key] = _Slot(*slot_key)
+            slot.add(entry)
+
+    def _cost(self, atom: Atom) -> float:
+        """What anchoring on ``atom`` would cost a message that hits it (see _Slot.cost)."""
+        slot = self._slots.get((atom.field.section, atom.field.key))
+        return (slot or _EMPTY_SLOT).cost(atom)
+
+    def unregister(self, key: K) -> None:
+        """Forget a link; unknown keys are ignored (a detach may race a refusal)."""
+        registration = self._registrations.pop(key, None)
+        if registration is None:
+            return
+        self._always.pop(registration, None)
+        for entry in registration.entries:
+            slot_key = (entry.anchor.field.section, entry.anchor.field.key)
+            slot = self._slots[slot_key]
+            slot.remove(entry)
+            if not slot.size:
+                del self._slots[slot_key]
+        registration.entries = []
+
+    # -- per message ---------------------------------------------------------------------
+
+    def candidates(self, message: FilterMessage) -> tuple[K, ...]:
+        """The links whose sets could be TRUE, in registration order; evaluates nothing.
+
+        Every link not returned has a set that is not TRUE for this message.
+        If the message or an indexed field cannot be decoded, every link is
+        returned, so that evaluation counts and reports the error as before.
+        """
+        found, _ = self._found(message)
+        return tuple(r.key for r in found)
+
+    def verdict(self, key: K, message: FilterMessage) -> Verdict:
+        """Evaluate one registered link for one message (always by its ``matches``: a
+        queue also asks about messages that arrived before the link did)."""
+        link_filter = self._registrations[key].link_filter
+        return Verdict.MATCHED if link_filter is None else verdict(link_filter, message)
+
+    def match(self, message: FilterMessage) -> NodeMatch[K]:
+        """Every link whose filter set is TRUE for the message (a topic's publish)."""
+        found, fell_back = self._found(message)
+        matched: list[K] = []
+        over: list[K] = []
+        for registration in found:
+            link_filter = registration.link_filter
+            if link_filter is None:
+                matched.append(registration.key)
+            elif registration.exact and not fell_back:  # the index's hit is the verdict
+                stats = link_filter.filter_set.stats
+                stats.evaluations += 1
+                stats.matches += 1
+                matched.append(registration.key)
+            else:
+                answer = verdict(link_filter, message)
+                if answer is Verdict.MATCHED:
+                    matched.append(registration.key)
+                elif answer is Verdict.OVER_BUDGET:
+                    over.append(registration.key)
+        return NodeMatch(tuple(matched), tuple(over), len(found))
+
+    def ruled_out(self, key: K) -> int:
+        """Messages since ``key`` registered for which the index ruled it out, unevaluated."""
+        registration = self._registrations[key]
+        return self.stats.messages - registration.since - registration.candidate
+
+    def conditions(self) -> dict[K, Condition]:
+        """Each registered key's indexed condition (for tests and diagnostics)."""
+        return {key: ALWAYS if r.always else tuple((e.anchor, *e.rest) for e in r.entries)
+                for key, r in self._registrations.items()}
+
+    def _found(self, message: FilterMessage) -> tuple[list[_Registration[K]], bool]:
+        """The candidates, in registration order, and whether the index could not be used
+        (an undecodable message or field: every set is a candidate, evaluated as usual)."""
+        stats = self.stats
+        stats.messages += 1
+        fell_back = False
+        try:  # no indexed field: the message need not even be scanned
+            found = self._indexed(message.view) if self._slots else {}
+        except Exception:  # an undecodable message or field: let every set see it
+            stats.fallbacks += 1
+            fell_back = True
+            result = list(self._registrations.values())
+        else:
+            if not found:  # already in registration order: no sort (sets with no index)
+                result = list(self._always)
+            else:
+                if self._always:
+                    found.update(self._always)
+                result = list(found)
+                if len(result) > 1:
+                    result.sort(key=_by_seq)
+        for registration in result:
+            registration.candidate += 1
+        stats.candidates += len(result)
+        return result, fell_back
+
+    def _indexed(self, view: MessageView) -> dict[_Registration[K], None]:
+        found: dict[_Registration[K], None] = {}
+        cache: dict[tuple[Section, Any], Any] = {}
+        numbers: dict[tuple[Section, Any], Any] = {}
+        field = view.field
+        for slot_key, slot in self._slots.items():
+            raw = cache[slot_key] = field(slot.section, slot.key)
+            if slot.simple and type(raw) is str:  # slot.hits' first case, without the call
+                hits = slot.eq_sql.get(raw, _NO_ENTRIES)
+            else:
+                hits = slot.hits(raw)
+            if not hits:
+                continue
+            for entry in hits:
+                registration = entry.registration
+                if registration in found:
+                    continue
+                if entry.rest:
+                    for atom in entry.rest:
+                        ref = atom.field
+                        rest_key = (ref.section, ref.key)
+                        value = cache.get(rest_key, _UNREAD)
+                        if value is _UNREAD:
+                            value = cache[rest_key] = view.field(ref.section, ref.key)
+                        if type(atom) is FieldRange:  # the usual rest: its number once
+                            number = numbers.get(rest_key, _UNREAD)
+                            if number is _UNREAD:
+                                number = numbers[rest_key] = number_value(with_default(ref, value))
+                            if number is None or (atom.low is not None and number < atom.low) or (
+                                    atom.high is not None and number > atom.high):
+                                break
+                        elif not holds(atom, value):
+                            break
+                    else:
+                        found[registration] = None
+                else:
+                    found[registration] = None
+        return found
+
+
+_UNREAD: Final = object()
+
+
+_by_seq: Final = operator.attrgetter("seq")
