@@ -374,14 +374,8 @@ def _property(node: ast.Expr) -> str | None:
 
 
 def _constant(node: ast.Expr) -> ast.Literal | None:
-    """A literal, or a signed integer literal (``-1`` parses as a unary minus)."""
-    if isinstance(node, ast.Literal):
-        return node
-    if (isinstance(node, ast.Unary) and isinstance(node.operand, ast.Literal)
-            and kind_of(node.operand.value) is Kind.INTEGER):
-        value = int(node.operand.value)
-        return ast.Literal(-value if node.op == "-" else value)
-    return None
+    """A literal (``-1`` is one: the parser folds a sign into it)."""
+    return node if isinstance(node, ast.Literal) else None
 
 
 def _header_compare(name: str, op: str, value: Any, kind: Kind | None) -> _Part | None:

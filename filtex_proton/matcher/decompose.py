@@ -27,7 +27,6 @@ from filtex_proton.filterset import FilterSet
 from filtex_proton.matcher.atoms import (
     ALWAYS,
     NEVER,
-    NUMBER_KINDS,
     TEXT_KINDS,
     Atom,
     Condition,
@@ -198,17 +197,10 @@ _NO_CONSTANT: Final = object()
 
 
 def _constant(node: Any) -> Any:
-    """A literal's value (``-5`` is a literal negated), else _NO_CONSTANT."""
-    from filtex_proton.sql import ast, values
+    """A literal's value (``-5`` is one: the parser folds a sign into it), else _NO_CONSTANT."""
+    from filtex_proton.sql import ast
 
-    if isinstance(node, ast.Literal):
-        return node.value
-    if isinstance(node, ast.Unary) and isinstance(node.operand, ast.Literal):
-        value = node.operand.value
-        if value is None or isinstance(value, bool) or kind_of(value) not in NUMBER_KINDS:
-            return _NO_CONSTANT
-        return values.negate(node.op, value)
-    return _NO_CONSTANT
+    return node.value if isinstance(node, ast.Literal) else _NO_CONSTANT
 
 
 def _not_null(*nodes: Any) -> Condition:
@@ -249,7 +241,6 @@ def _bound(constant: Any) -> float | None:
     return double_value(constant, kind)
 
 
-_MIRROR: Final = {"=": "=", "<>": "<>", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 
 def _sql(node: sql_ast.Expr, want: bool, dialect: Dialect) -> Condition:
@@ -293,10 +284,12 @@ def _sql(node: sql_ast.Expr, want: bool, dialect: Dialect) -> Condition:
 
 
 def _compare(node: sql_ast.Compare, want: bool, dialect: Dialect) -> Condition:
+    from filtex_proton.sql.values import MIRRORED
+
     op, left, right = node.op, node.left, node.right
     ref, constant = _plain(left), _constant(right)
     if ref is None or constant is _NO_CONSTANT:
-        ref, constant, op = _plain(right), _constant(left), _MIRROR[op]
+        ref, constant, op = _plain(right), _constant(left), MIRRORED[op]
     if ref is None or constant is _NO_CONSTANT:
         return _not_null(left, right)
     if constant is None:

@@ -34,7 +34,6 @@ _PY_OPS: Final[dict[str, Callable[[Any, Any], bool]]] = {
     "=": operator.eq, "<>": operator.ne, "!=": operator.ne, ">": operator.gt,
     ">=": operator.ge, "<": operator.lt, "<=": operator.le,
 }
-_MIRRORED: Final = {"=": "=", "<>": "<>", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
 
 
 _NO_MESSAGE: Final[Any] = None  # what constant folding evaluates against
@@ -234,7 +233,8 @@ class _Compiler(Visitor[Evaluator]):
         if right_constant is not None and left_constant is None:
             return self._compare_constant(op, self.compile(left), right_constant.value)
         if left_constant is not None and right_constant is None:
-            return self._compare_constant(_MIRRORED[op], self.compile(right), left_constant.value)
+            return self._compare_constant(values.MIRRORED[op], self.compile(right),
+                                          left_constant.value)
         first, second = self.compile(left), self.compile(right)
         general = self.dialect.compare
         return lambda view: general(op, first(view), second(view))

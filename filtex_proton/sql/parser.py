@@ -30,7 +30,7 @@ from filtex_proton.sql import ast
 from filtex_proton.sql.dialects import AMQP_SQL, Dialect
 from filtex_proton.sql.functions import FUNCTIONS
 from filtex_proton.sql.like import LikeError, compile_like
-from filtex_proton.sql.values import ULONG_MAX
+from filtex_proton.sql.values import ULONG_MAX, signed_constant
 
 __all__ = ["check_filter", "parse"]
 
@@ -140,7 +140,14 @@ class _AstBuilder(Transformer[Token, ast.Expr]):
     def binary(self, left: ast.Expr, op: Token, right: ast.Expr) -> ast.Binary:
         return ast.Binary(str(op), left, right, pos=_position(op))
 
-    def unary(self, op: Token, operand: ast.Expr) -> ast.Unary:
+    def unary(self, op: Token, operand: ast.Expr) -> ast.Expr:
+        """``-5`` is one constant, folded here once, so that every reader of the tree (the
+        matcher's index, the pushdown, Spark) sees a literal; a sign on anything else, or
+        one whose result has no literal (an overflow), stays an operator."""
+        if isinstance(operand, ast.Literal):
+            folded = signed_constant(str(op), operand.value)
+            if folded is not None:
+                return ast.Literal(folded, pos=_position(op))
         return ast.Unary(str(op), operand, pos=_position(op))
 
     # -- constants (§6.4.4.2) -------------------------------------------------

@@ -22,6 +22,7 @@ from filtex_proton.sql import iso8601
 __all__ = [
     "LONG_MIN",
     "MAX_CONCAT_LENGTH",
+    "MIRRORED",
     "NAN",
     "ULONG_MAX",
     "arithmetic",
@@ -29,6 +30,7 @@ __all__ = [
     "compare",
     "concat_or_add",
     "negate",
+    "signed_constant",
     "truth",
 ]
 
@@ -268,6 +270,10 @@ def concat_or_add(a: Any, b: Any) -> Any:
     return arithmetic("+", a, b)
 
 
+#: ``a OP b`` is ``b MIRRORED[OP] a`` (a comparison with its operands swapped).
+MIRRORED: Final = {"=": "=", "<>": "<>", "!=": "!=", ">": "<", ">=": "<=", "<": ">", "<=": ">="}
+
+
 def negate(op: str, value: Any) -> Any:
     """Unary ``+``/``-`` over numbers (§6.4.4.1.1); an unsigned result that does
     not fit a long (``-(2**64-1)``) is an overflow, NaN."""
@@ -285,6 +291,16 @@ def negate(op: str, value: Any) -> Any:
         return NAN if number.is_nan() else number.copy_negate()  # exact: '-' rounds to 28 digits
     result = -int(value)
     return result if LONG_MIN <= result <= ULONG_MAX else NAN
+
+
+def signed_constant(op: str, value: Any) -> Any:
+    """A numeric constant with a sign applied as evaluation applies it; None where the
+    result cannot be a literal (not a number, or an overflow to NaN). The parser folds
+    ``-5`` into one literal with it."""
+    if value is None or isinstance(value, bool) or kind_of(value) not in NUMERIC:
+        return None
+    result = negate(op, value)
+    return None if isinstance(result, float) and math.isnan(result) else result
 
 
 def text_of(value: Any) -> str | None:

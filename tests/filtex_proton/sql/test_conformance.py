@@ -1246,7 +1246,12 @@ PRODUCTIONS = [
          ast.Compare("=", ast.Compare("=", _a, _lit(1)), _lit(True))),
         ("§6.4.4.1.1 unary -", "-a", ast.Unary("-", _a)),
         ("§6.4.4.1.1 unary +", "+a", ast.Unary("+", _a)),
-        ("§6.4.4.1.1 negative constant is unary -", "-1", ast.Unary("-", _lit(1))),
+        # A sign on a numeric constant is folded into it at parse time (the same value the
+        # evaluation gives), so that every reader of the tree sees one literal.
+        ("§6.4.4.1.1 negative constant is one literal", "-1", _lit(-1)),
+        ("§6.4.4.1.1 signed constants fold", "- -1", _lit(1)),
+        ("§6.4.4.1.1 a sign on a string stays an operator", "-'x'", ast.Unary("-", _lit("x"))),
+        ("§6.4.4.1.1 a sign on NULL stays an operator", "-NULL", ast.Unary("-", _lit(None))),
         ("§6.4.4.1.1 double unary", "- -a", ast.Unary("-", ast.Unary("-", _a))),
         ("§6.4.4.1.2 + and * precedence", "a + b * c",
          ast.Binary("+", _a, ast.Binary("*", _b, _c))),

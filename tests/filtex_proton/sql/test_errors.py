@@ -240,7 +240,7 @@ SMALL = Limits(max_sql_length=60, max_sql_nodes=12, max_sql_depth=6, max_in_list
                  None, id="§7.1 node count"),
     pytest.param("NOT NOT NOT NOT NOT NOT a", "expression nests deeper than 6 levels", (1, 25),
                  id="§7.1 nesting depth (NOT chain)"),
-    pytest.param("-(-(-(-(-(-(1)))))) = 1", "expression nests deeper than 6 levels", (1, 11),
+    pytest.param("-(-(-(-(-(-(a)))))) = 1", "expression nests deeper than 6 levels", (1, 11),
                  id="§7.1 nesting depth (arithmetic)"),
     pytest.param("a IN (1, 2, 3, 4)", "IN list has more than 3 values", (1, 3),
                  id="§7.1 IN list length"),
