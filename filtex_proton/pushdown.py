@@ -33,6 +33,7 @@ from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import Filter
 from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter, GroupOp
+from filtex_proton.filters.matching import Reference, TextPattern
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet
@@ -207,38 +208,39 @@ class _Translator(Visitor[_Part | None]):
         if item.section not in (Section.APPLICATION_PROPERTIES, Section.HEADER):
             self.local(f"{item.type_name}: JMS selectors do not read this section")
             return None
-        parts = [self.property_entry(item.section, key, ref)
-                 for key, ref in item.value.items() if ref is not None]
+        parts = [self.property_entry(item.section, key, reference)
+                 for key, reference in item.references]
         return _combine(parts, "AND", True, True)
 
-    def property_entry(self, section: Section, key: Any, ref: Any) -> _Part | None:
-        name, kind = str(key), kind_of(ref)
+    def property_entry(self, section: Section, key: Any, reference: Reference) -> _Part | None:
+        name = str(key)
+        value = reference.text if isinstance(reference, TextPattern) else reference.value
+        kind = kind_of(value)
         if section is Section.HEADER:
-            part = _header_compare(name, "=", ref, kind)
+            part = _header_compare(name, "=", value, kind)
             if part is None:
-                self.local(f"header field {name!r} = {ref!r} has no JMS form in every upstream")
+                self.local(f"header field {name!r} = {value!r} has no JMS form in every upstream")
             return part
         if not is_jms_identifier(name):
             self.local(f"application property {name!r} is not a JMS identifier")
             return None
-        if kind is Kind.STRING and str(ref).startswith("&"):
-            return self.modifier(name, str(ref))
-        if kind in (Kind.STRING, Kind.SYMBOL):
-            return _Part(f"{name} = {_quote(str(ref))}", False)  # described values differ
+        if isinstance(reference, TextPattern):
+            return self.text_pattern(name, reference)
         if kind is Kind.BOOLEAN:
-            return _Part(f"{name} = {'TRUE' if ref else 'FALSE'}", False)
-        if kind is Kind.INTEGER and abs(int(ref)) <= _EXACT_FLOAT32:
-            return _Part(f"{name} = {int(ref)}", False)
+            return _Part(f"{name} = {'TRUE' if value else 'FALSE'}", False)
+        if kind is Kind.INTEGER and abs(int(value)) <= _EXACT_FLOAT32:
+            return _Part(f"{name} = {int(value)}", False)
         self.local(f"property {name!r}: a {kind.name.lower()} reference is not translated")
         return None
 
-    def modifier(self, name: str, ref: str) -> _Part | None:
-        """§4.1.1 bullet 7 as LIKE: prefix and suffix with the wildcards escaped."""
-        if ref.startswith("&&"):
-            return _Part(f"{name} = {_quote(ref[1:])}", False)
-        escaped = re.sub(r"([%_!])", r"!\1", ref[3:])
-        pattern = f"{escaped}%" if ref.startswith("&p:") else f"%{escaped}"
-        return _Part(f"{name} LIKE {_quote(pattern)} ESCAPE '!'", False)
+    def text_pattern(self, name: str, pattern: TextPattern) -> _Part:
+        """§4.1.1 bullets 6-7: equality, or a prefix or suffix as LIKE with the wildcards
+        escaped (never exact: described values and symbols differ)."""
+        if pattern.how == "exact":
+            return _Part(f"{name} = {_quote(pattern.text)}", False)
+        escaped = re.sub(r"([%_!])", r"!\1", pattern.text)
+        like = f"{escaped}%" if pattern.how == "prefix" else f"%{escaped}"
+        return _Part(f"{name} LIKE {_quote(like)} ESCAPE '!'", False)
 
     # -- SQL expressions (§6) -----------------------------------------------------------
 

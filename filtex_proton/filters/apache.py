@@ -16,7 +16,13 @@ from filtex_proton.amqp.types import Kind, amqp_type_name, kind_of
 from filtex_proton.amqp.view import MISSING, MessageView, Section
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import DecodeContext, EvaluationContext, FilterBase
-from filtex_proton.filters.matching import Matcher, check_entry_limit, compile_reference
+from filtex_proton.filters.matching import (
+    Matcher,
+    Reference,
+    check_entry_limit,
+    compile_reference,
+    read_reference,
+)
 from filtex_proton.filters.wire import TEXT_KINDS, summarise
 
 __all__ = [
@@ -143,13 +149,17 @@ class HeadersBinding(FilterBase):
     none, so a leading '&' is literal).
     """
 
-    __slots__ = ("entries", "match_all")
+    __slots__ = ("entries", "match_all", "references")
 
     def __init__(self, descriptor: Any, value: Any, type_name: str, match_all: bool,
-                 entries: tuple[tuple[Any, Matcher | None], ...]) -> None:
+                 entries: tuple[tuple[Any, Matcher | None], ...],
+                 references: tuple[tuple[str, Reference | None], ...]) -> None:
         super().__init__(descriptor, value, type_name)
         self.match_all = match_all
         self.entries = entries
+        self.references = references
+        """Each entry's value typed once (None: any value of a present key), in the order
+        of ``entries``: what the node matcher, the pushdown and Spark read."""
 
     def _evaluate(self, view: MessageView, ctx: EvaluationContext) -> bool | None:
         for key, matcher in self.entries:
@@ -169,6 +179,7 @@ def decode_headers(value: Any, ctx: DecodeContext) -> HeadersBinding:
     check_entry_limit(value, ctx.limits.max_property_entries, ctx.type_name)
     match_all = True
     entries: list[tuple[Any, Matcher | None]] = []
+    references: list[tuple[str, Reference | None]] = []
     for key, reference in value.items():
         if kind_of(key) not in TEXT_KINDS:
             raise FilterError(f"key {summarise(key)} is a {amqp_type_name(key)}; "
@@ -189,7 +200,10 @@ def decode_headers(value: Any, ctx: DecodeContext) -> HeadersBinding:
             )
         matcher = None if reference is None else compile_reference(reference, modifiers=False)
         entries.append((str(key), matcher))
-    return HeadersBinding(ctx.descriptor, value, ctx.type_name, match_all, tuple(entries))
+        references.append((str(key), None if reference is None
+                           else read_reference(reference, modifiers=False)))
+    return HeadersBinding(ctx.descriptor, value, ctx.type_name, match_all, tuple(entries),
+                          tuple(references))
 
 
 class NoLocalFilter(FilterBase):

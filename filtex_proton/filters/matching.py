@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeAlias
 
 from proton import Described, float32
 
@@ -30,7 +31,8 @@ from filtex_proton.filters.wire import (
 )
 
 __all__ = [
-    "Matcher", "check_entry_limit", "compile_reference", "count_entries", "same_key", "unwrap",
+    "Matcher", "Reference", "TextPattern", "TypedReference", "check_entry_limit",
+    "compile_reference", "count_entries", "read_reference", "same_key", "unwrap",
 ]
 
 Matcher = Callable[[Any], bool]
@@ -123,21 +125,56 @@ def _text_matcher(text: str, test: Callable[[str], bool] | None = None) -> Match
     return match_text
 
 
-def _modifier_matcher(ref: str) -> Matcher:
-    """§4.1.1 bullet 7: ``&p:`` prefix, ``&s:`` suffix, ``&&`` escape; others refused."""
-    if ref.startswith("&&"):
-        return _text_matcher(ref[1:])
-    if ref.startswith("&p:"):
-        prefix = ref[3:]
-        return _text_matcher(prefix, lambda value: value.startswith(prefix))
-    if ref.startswith("&s:"):
-        suffix = ref[3:]
-        return _text_matcher(suffix, lambda value: value.endswith(suffix))
-    shown = summarise(ref)
+@dataclass(frozen=True, slots=True)
+class TextPattern:
+    """A string or symbol reference with its §4.1.1 modifier read once, at decode: the
+    field's text must equal (``&&`` escapes a leading '&'), start with (``&p:``) or end
+    with (``&s:``) ``text``. Every reader (evaluation, the node matcher, the pushdown,
+    Spark) takes this instead of looking at the '&' again."""
+
+    how: Literal["exact", "prefix", "suffix"]
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class TypedReference:
+    """Any other reference value, matched by its type's rules (§4.1.1-§4.1.5)."""
+
+    value: Any
+
+
+Reference: TypeAlias = TextPattern | TypedReference
+
+
+def read_reference(ref: Any, *, modifiers: bool = True) -> Reference:
+    """A non-null reference value, typed. ``modifiers=False`` reads a string starting with
+    '&' literally (the legacy headers binding has no modifiers); a symbol is always
+    literal. Raises :class:`FilterError` for an unknown modifier."""
+    kind = kind_of(ref)
+    if kind not in TEXT_KINDS:
+        return TypedReference(ref)
+    text = str(ref)
+    if kind is not Kind.STRING or not modifiers or not text.startswith("&"):
+        return TextPattern("exact", text)
+    if text.startswith("&&"):
+        return TextPattern("exact", text[1:])
+    if text.startswith("&p:"):
+        return TextPattern("prefix", text[3:])
+    if text.startswith("&s:"):
+        return TextPattern("suffix", text[3:])
     raise FilterError(
-        f"unknown modifier in {shown}: a string starting with '&' must be '&p:prefix', "
-        "'&s:suffix' or '&&' followed by the literal text"
+        f"unknown modifier in {summarise(text)}: a string starting with '&' must be "
+        "'&p:prefix', '&s:suffix' or '&&' followed by the literal text"
     )
+
+
+def _pattern_matcher(pattern: TextPattern) -> Matcher:
+    text = pattern.text
+    if pattern.how == "prefix":
+        return _text_matcher(text, lambda value: value.startswith(text))
+    if pattern.how == "suffix":
+        return _text_matcher(text, lambda value: value.endswith(text))
+    return _text_matcher(text)
 
 
 def _same_kind_matcher(ref: Any, ref_kind: Kind) -> Matcher:
@@ -292,11 +329,10 @@ def compile_reference(ref: Any, *, modifiers: bool = True) -> Matcher:
     """
     if ref is None:
         return _always  # §4.1.1 bullet 1: a NULL reference matches anything
+    reference = read_reference(ref, modifiers=modifiers)
+    if isinstance(reference, TextPattern):
+        return _pattern_matcher(reference)
     kind = kind_of(ref)
-    if kind is Kind.STRING and modifiers and ref.startswith("&"):
-        return _modifier_matcher(str(ref))
-    if kind in TEXT_KINDS:
-        return _text_matcher(str(ref))
     if kind in _NUMBER:
         return _numeric_matcher(ref, kind)
     if kind is Kind.DECIMAL:

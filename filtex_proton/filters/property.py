@@ -28,7 +28,13 @@ from filtex_proton.amqp.types import (
 from filtex_proton.amqp.view import MISSING, MessageView, Section
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import DecodeContext, EvaluationContext, FilterBase, LeafDecoder
-from filtex_proton.filters.matching import Matcher, check_entry_limit, compile_reference
+from filtex_proton.filters.matching import (
+    Matcher,
+    Reference,
+    check_entry_limit,
+    compile_reference,
+    read_reference,
+)
 from filtex_proton.filters.wire import TEXT_KINDS, summarise
 
 __all__ = ["SECTION_RULES", "PropertyFilter", "SectionRules", "property_decoder"]
@@ -113,14 +119,18 @@ SECTION_RULES: Final[Mapping[Section, SectionRules]] = MappingProxyType({
 class PropertyFilter(FilterBase):
     """TRUE when every reference entry matches the section's field (logical AND, §4)."""
 
-    __slots__ = ("defaults", "entries", "section")
+    __slots__ = ("defaults", "entries", "references", "section")
 
     def __init__(self, descriptor: Any, value: Any, type_name: str, section: Section,
-                 entries: tuple[tuple[Any, Matcher], ...], defaults: Mapping[str, Any]) -> None:
+                 entries: tuple[tuple[Any, Matcher], ...], defaults: Mapping[str, Any],
+                 references: tuple[tuple[Any, Reference], ...]) -> None:
         super().__init__(descriptor, value, type_name)
         self.section = section
         self.entries = entries
         self.defaults = defaults
+        self.references = references
+        """The non-null entries, typed once (keyed as the view names the field): what the
+        node matcher, the pushdown and Spark read, in the order of ``entries``."""
 
     def _evaluate(self, view: MessageView, ctx: EvaluationContext) -> bool | None:
         for key, matcher in self.entries:
@@ -162,18 +172,22 @@ def _decode(rules: SectionRules, value: Any, ctx: DecodeContext) -> PropertyFilt
         raise ctx.type_error(value, "a map")
     check_entry_limit(value, ctx.limits.max_property_entries, ctx.type_name)
     entries: list[tuple[Any, Matcher]] = []
+    references: list[tuple[Any, Reference]] = []
     for key, reference in value.items():
         _check_entry(rules, key, reference)
         if reference is None:
             continue  # a NULL reference matches anything (§4.1.1): nothing to evaluate
         try:
+            typed = read_reference(reference)
             matcher = compile_reference(reference)
         except FilterError as exc:
             raise FilterError(f"entry {summarise(key)}: {exc.reason}") from None
         # Composite sections are keyed by canonical (plain str) names in the view.
-        entries.append((str(key) if rules.fields is not None else key, matcher))
+        view_key = str(key) if rules.fields is not None else key
+        entries.append((view_key, matcher))
+        references.append((view_key, typed))
     return PropertyFilter(ctx.descriptor, value, ctx.type_name, rules.section, tuple(entries),
-                          rules.defaults)
+                          rules.defaults, tuple(references))
 
 
 def property_decoder(section: Section) -> LeafDecoder:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Final
 
-from proton import Described, symbol
+from proton import Described
 
 from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.amqp.view import Section
@@ -21,6 +21,7 @@ from filtex_proton.filters.apache import DirectBinding, HeadersBinding, TopicBin
 from filtex_proton.filters.base import Filter
 from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter, GroupOp
+from filtex_proton.filters.matching import Reference, TextPattern
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
 from filtex_proton.filterset import FilterSet
@@ -138,17 +139,17 @@ def _topic(item: TopicBinding) -> Condition:
     return ((FieldPrefix(_SUBJECT, ".".join(literal)),),)
 
 
-def _reference_atom(ref: FieldRef, reference: Any, modifiers: bool) -> Atom:
-    """What matching ``reference`` (§4.1.1) requires of the field."""
-    kind = kind_of(reference)
-    if kind is Kind.STRING and modifiers and reference.startswith("&"):
-        if reference.startswith("&&"):
-            return FieldEquals(ref, frozenset({("s", str(reference)[1:])}))
-        if reference.startswith("&p:"):
-            return FieldPrefix(ref, str(reference)[3:])
-        return FieldNotNull(ref)
-    key = value_key(reference, "property") if kind in TEXT_KINDS or kind in (
-        Kind.BOOLEAN, Kind.INTEGER, Kind.FLOAT) else None
+def _reference_atom(ref: FieldRef, reference: Reference) -> Atom:
+    """What matching ``reference`` (§4.1.1, read at decode) requires of the field."""
+    if isinstance(reference, TextPattern):
+        if reference.how == "exact":
+            return FieldEquals(ref, frozenset({("s", reference.text)}))
+        if reference.how == "prefix":
+            return FieldPrefix(ref, reference.text)
+        return FieldNotNull(ref)  # a suffix: not indexed
+    value = reference.value
+    key = (value_key(value, "property")
+           if kind_of(value) in (Kind.BOOLEAN, Kind.INTEGER, Kind.FLOAT) else None)
     if key is None:
         return FieldNotNull(ref)
     return FieldEquals(ref, frozenset({key}))
@@ -157,26 +158,18 @@ def _reference_atom(ref: FieldRef, reference: Any, modifiers: bool) -> Atom:
 def _property(item: PropertyFilter) -> Condition:
     """§4: every non-null reference entry present and matching (an absent header
     field reads as its default, which :func:`holds` applies)."""
-    atoms: list[Atom] = []
-    composite = item.section.is_composite
-    for key, reference in item.value.items():
-        if reference is None:
-            continue
-        ref = FieldRef(item.section, str(key) if composite else key, "property")
-        atoms.append(_reference_atom(ref, reference, modifiers=True))
+    atoms = [_reference_atom(FieldRef(item.section, key, "property"), reference)
+             for key, reference in item.references]
     return (tuple(dict.fromkeys(atoms)),)
 
 
 def _headers(item: HeadersBinding) -> Condition:
     """§1.3: x-match all needs every entry, any needs one; a null value needs the key."""
     alternatives: list[Atom] = []
-    for key, _matcher in item.entries:
+    for key, reference in item.references:
         ref = FieldRef(Section.APPLICATION_PROPERTIES, key, "property")
-        reference = item.value.get(key, item.value.get(symbol(key)))
-        if reference is None:
-            alternatives.append(FieldExists(ref))
-        else:
-            alternatives.append(_reference_atom(ref, reference, modifiers=False))
+        alternatives.append(FieldExists(ref) if reference is None
+                            else _reference_atom(ref, reference))
     if item.match_all:
         return (tuple(dict.fromkeys(alternatives)),)
     return _or([((atom,),) for atom in alternatives])
@@ -384,11 +377,8 @@ def decided_by_index(filter_set: FilterSet) -> bool:
     if isinstance(item, DirectBinding):
         return True
     if isinstance(item, PropertyFilter):
-        return all(reference is None or (
-            kind_of(reference) in TEXT_KINDS and not (
-                kind_of(reference) is Kind.STRING and reference.startswith("&")
-                and not reference.startswith(("&p:", "&&"))))
-            for reference in item.value.values())
+        return all(isinstance(reference, TextPattern) and reference.how != "suffix"
+                   for _key, reference in item.references)
     if not isinstance(item, SqlFilter):
         return False
     from filtex_proton.sql import ast

@@ -207,11 +207,11 @@ def test_reasons_stay_terse_for_the_log() -> None:
 
 
 def test_a_translation_failure_pushes_nothing_and_does_not_raise() -> None:
-    # A filter object the decoder would never build (its value is not a map) stands in
+    # A filter object the decoder would never build (a reference of no known form) stands in
     # for a translation bug: the link must keep its upstream, without a selector.
     broken = PropertyFilter(symbol("amqp:application-properties-filter"), ["not", "a", "map"],
                             "amqp:application-properties-filter",
-                            Section.APPLICATION_PROPERTIES, (), {})
+                            Section.APPLICATION_PROPERTIES, (), {}, (("k", object()),))
     result = pushdown(FilterSet({"ok": decode_filter_set({"s": _sql("a = 'x'")})["s"],
                                  "broken": broken}))
     assert result.selector is None and result.pushed == ()
