@@ -30,12 +30,14 @@ from typing import Any, Final
 from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.amqp.view import Section
 from filtex_proton.errors import FilterError
+from filtex_proton.filters.apache import DirectBinding, HeadersBinding, NoLocalFilter, TopicBinding
 from filtex_proton.filters.base import Filter
 from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.matching import Reference, TextPattern
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.visitor import FamilyVisitor
 from filtex_proton.filterset import FilterSet
 from filtex_proton.sql import JMS_SELECTOR, ast, compile_sql, iso8601
 from filtex_proton.sql.visitor import Visitor
@@ -154,7 +156,7 @@ def _negate(part: _Part | None) -> _Part | None:
     return _Part(f"NOT ({part.text})", part.exact, atomic=False)
 
 
-class _Translator(Visitor[_Part | None]):
+class _Translator(Visitor[_Part | None], FamilyVisitor[_Part | None]):
     """Translates filters and SQL expressions; records why a piece stays local.
 
     An expression's handler reads the polarity it is under from ``self.positive``
@@ -172,18 +174,44 @@ class _Translator(Visitor[_Part | None]):
     # -- filters -------------------------------------------------------------------
 
     def filter(self, item: Filter, positive: bool) -> _Part | None:
-        if isinstance(item, ConstantFilter):  # §5: TRUE drops out of a conjunction
-            return _TRUE if item.result else _FALSE
-        if isinstance(item, SqlFilter):
-            if item.compiled.dialect is JMS_SELECTOR:  # the upstream's own language
-                if not item.compiled.text.strip():  # JMS §3.8.1.1: no selector, all match
-                    return _TRUE
-                return _Part(item.compiled.text.strip(), True, atomic=False)
-            return self.expr(item.compiled.ast, positive)
-        if isinstance(item, GroupFilter):
-            return self.group(item, positive)
-        if isinstance(item, PropertyFilter):
-            return self.property_filter(item, positive)
+        """``item`` under an even (``positive``) or odd number of negations."""
+        outer, self.positive = self.positive, positive
+        try:
+            return self.visit_family(item)
+        finally:
+            self.positive = outer
+
+    def on_constant_filter(self, item: ConstantFilter) -> _Part | None:
+        return _TRUE if item.result else _FALSE  # §5: TRUE drops out of a conjunction
+
+    def on_sql_filter(self, item: SqlFilter) -> _Part | None:
+        if item.compiled.dialect is JMS_SELECTOR:  # the upstream's own language
+            if not item.compiled.text.strip():  # JMS §3.8.1.1: no selector, all match
+                return _TRUE
+            return _Part(item.compiled.text.strip(), True, atomic=False)
+        return self.expr(item.compiled.ast, self.positive)
+
+    def on_group_filter(self, item: GroupFilter) -> _Part | None:
+        return self.group(item, self.positive)
+
+    def on_property_filter(self, item: PropertyFilter) -> _Part | None:
+        return self.property_filter(item, self.positive)
+
+    def on_direct_binding(self, item: DirectBinding) -> _Part | None:
+        return self.no_equivalent(item)
+
+    def on_topic_binding(self, item: TopicBinding) -> _Part | None:
+        return self.no_equivalent(item)
+
+    def on_headers_binding(self, item: HeadersBinding) -> _Part | None:
+        return self.no_equivalent(item)
+
+    def on_no_local_filter(self, item: NoLocalFilter) -> _Part | None:
+        return self.no_equivalent(item)
+
+    def no_equivalent(self, item: Filter) -> _Part | None:
+        """The Apache bindings and no-local: what they test is not a JMS selector's (the
+        routing key, the connection of origin); they stay local."""
         self.local(f"{item.type_name} has no JMS selector equivalent")
         return None
 

@@ -17,13 +17,13 @@ from proton import Described
 
 from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.amqp.view import Section
-from filtex_proton.filters.apache import DirectBinding, HeadersBinding, TopicBinding
-from filtex_proton.filters.base import Filter
+from filtex_proton.filters.apache import DirectBinding, HeadersBinding, NoLocalFilter, TopicBinding
 from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.matching import Reference, TextPattern
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.visitor import FamilyVisitor
 from filtex_proton.filterset import FilterSet
 from filtex_proton.matcher.atoms import (
     ALWAYS,
@@ -89,32 +89,46 @@ def decompose(filter_set: FilterSet) -> Condition:
     nothing, and is left to the evaluation.
     """
     try:
-        return _and([_filter(item) for _key, item in filter_set.items()])
+        return _and([_DECOMPOSER.visit_family(item) for _key, item in filter_set.items()])
     except Exception:  # deeper than the limits let through, or a filter we do not know
         return ALWAYS  # index nothing: the set is evaluated for every message
 
 
-def _filter(item: Filter) -> Condition:
-    if isinstance(item, ConstantFilter):
+class _Decomposer(FamilyVisitor[Condition]):
+    """What each filter family requires of a message for the filter to be TRUE."""
+
+    def on_constant_filter(self, item: ConstantFilter) -> Condition:
         return ALWAYS if item.result else NEVER
-    if isinstance(item, SqlFilter):
+
+    def on_sql_filter(self, item: SqlFilter) -> Condition:
         return _sql(item.compiled.ast, True, item.compiled.dialect)
-    if isinstance(item, PropertyFilter):
+
+    def on_property_filter(self, item: PropertyFilter) -> Condition:
         return _property(item)
-    if isinstance(item, DirectBinding):
-        return ((FieldEquals(_SUBJECT, frozenset({("s", item.key)})),),)
-    if isinstance(item, TopicBinding):
-        return _topic(item)
-    if isinstance(item, HeadersBinding):
-        return _headers(item)
-    if isinstance(item, GroupFilter):
+
+    def on_group_filter(self, item: GroupFilter) -> Condition:
         # One NULL member makes a group NULL (§3), so TRUE needs ALL's members all TRUE
         # and ANY's some member TRUE. NONE (not-filter) needs members FALSE: not indexed.
         if item.op is GroupOp.ALL:
-            return _and([_filter(m) for m in item.members])
+            return _and([self.visit_family(m) for m in item.members])
         if item.op is GroupOp.ANY:
-            return _or([_filter(m) for m in item.members])
-    return ALWAYS
+            return _or([self.visit_family(m) for m in item.members])
+        return ALWAYS
+
+    def on_direct_binding(self, item: DirectBinding) -> Condition:
+        return ((FieldEquals(_SUBJECT, frozenset({("s", item.key)})),),)
+
+    def on_topic_binding(self, item: TopicBinding) -> Condition:
+        return _topic(item)
+
+    def on_headers_binding(self, item: HeadersBinding) -> Condition:
+        return _headers(item)
+
+    def on_no_local_filter(self, item: NoLocalFilter) -> Condition:
+        return ALWAYS  # the message's connection of origin is not a message field
+
+
+_DECOMPOSER: Final = _Decomposer()
 
 
 _SUBJECT: Final = FieldRef(Section.PROPERTIES, "subject")

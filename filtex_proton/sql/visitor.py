@@ -26,11 +26,11 @@ the one those handlers know.
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Final, Generic, TypeVar, get_args
 
+from filtex_proton.dispatch import check_protocol, handler_name, handler_table
 from filtex_proton.sql import ast
 
 __all__ = ["EXPRESSION_CLASSES", "Visitor", "method_name"]
@@ -43,12 +43,7 @@ EXPRESSION_CLASSES: Final[tuple[type[ast.Node], ...]] = get_args(ast.Expr)
 
 def method_name(node_class: type) -> str:
     """``IsNull`` -> ``visit_is_null``: the handler's name for a node class."""
-    return "visit_" + re.sub(r"(?<!^)(?=[A-Z])", "_", node_class.__name__).lower()
-
-
-_CLASS_OF_METHOD: Final[dict[str, type[ast.Node]]] = {
-    method_name(node_class): node_class for node_class in EXPRESSION_CLASSES
-}
+    return handler_name("visit_", node_class)
 
 
 class Visitor(ABC, Generic[R]):
@@ -58,12 +53,7 @@ class Visitor(ABC, Generic[R]):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        for name in vars(cls):
-            if name.startswith("visit_") and name not in _CLASS_OF_METHOD:
-                raise TypeError(f"{cls.__qualname__}.{name} names no expression class of "
-                                "filtex_proton.sql.ast")
-        cls._handlers = {node_class: getattr(cls, name)
-                         for name, node_class in _CLASS_OF_METHOD.items()}
+        cls._handlers = handler_table(cls, "visit_", EXPRESSION_CLASSES)
 
     def visit(self, node: ast.Expr) -> R:
         """The handler of ``type(node)`` applied to ``node``."""
@@ -120,14 +110,4 @@ class Visitor(ABC, Generic[R]):
     def visit_call(self, node: ast.Call) -> R: ...
 
 
-def _check_base() -> None:
-    """The base declares exactly one abstract handler per expression class."""
-    declared = {name for name in vars(Visitor) if name.startswith("visit_")}
-    if declared != set(_CLASS_OF_METHOD) or declared != Visitor.__abstractmethods__:
-        missing = sorted(set(_CLASS_OF_METHOD) - declared)
-        extra = sorted(declared - set(_CLASS_OF_METHOD))
-        raise TypeError(f"filtex_proton.sql.visitor.Visitor is out of step with ast.Expr: "
-                        f"missing {missing}, unknown {extra}")
-
-
-_check_base()
+check_protocol(Visitor, "visit_", EXPRESSION_CLASSES)

@@ -76,7 +76,7 @@ def test_the_readers_are_all_known() -> None:
 
 
 def test_a_handler_naming_no_node_class_is_refused() -> None:
-    with pytest.raises(TypeError, match=r"visit_is_nul names no expression class"):
+    with pytest.raises(TypeError, match=r"visit_is_nul names none of the classes"):
         type("Misspelled", (Visitor,), {"visit_is_nul": lambda self, node: None})
 
 

@@ -1,0 +1,48 @@
+"""The filter families' visitor protocol (filtex_proton/filters/visitor.py): it covers every
+filter class the package defines, and every reader of filter families handles all of them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import filtex_proton.filters  # noqa: F401  (every family's module, imported)
+from filtex_proton.dispatch import handler_name
+from filtex_proton.filters.base import FilterBase
+from filtex_proton.filters.visitor import FAMILIES, FamilyVisitor
+from filtex_proton.matcher.decompose import _Decomposer
+from filtex_proton.pushdown import _Translator
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+def test_the_protocol_covers_every_filter_class_of_the_package() -> None:
+    defined = {cls for cls in _subclasses(FilterBase)
+               if cls.__module__.startswith("filtex_proton.filters.")}
+    assert defined == set(FAMILIES)
+
+
+@pytest.mark.parametrize("reader", [_Decomposer, _Translator])
+def test_every_reader_handles_every_family(reader: type) -> None:
+    assert not getattr(reader, "__abstractmethods__", None)
+    assert all(family in reader._family_handlers for family in FAMILIES)  # type: ignore[attr-defined]
+    reader()
+
+
+def test_a_reader_lacking_a_handler_cannot_be_made() -> None:
+    handlers = {handler_name("on_", c): (lambda self, item: None) for c in FAMILIES}
+    del handlers["on_topic_binding"]
+    partial: Any = type("Partial", (FamilyVisitor,), handlers)
+    with pytest.raises(TypeError, match="on_topic_binding"):
+        partial()
+
+
+def test_a_handler_naming_no_family_is_refused() -> None:
+    with pytest.raises(TypeError, match="on_sql_filtr names none of the classes"):
+        type("Misspelled", (FamilyVisitor,), {"on_sql_filtr": lambda self, item: None})
