@@ -43,7 +43,7 @@ def test_plain_pytest_collects_from_the_repository_root() -> None:
     """As the ``pytest`` script runs (``-P``: the current folder is not put on sys.path)."""
     result = subprocess.run(
         [sys.executable, "-P", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-         "tests/filtex_proton/amqp", "tests/broker/test_units.py",
+         "tests/filtex_proton/amqp", "tests/broker/nodes/test_units.py",
          "tests/relay/test_relay_units.py"],
         check=False, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -9,13 +9,13 @@ full node). Consumers, settlement and management go on; when the total falls to 
 dropped: the limit throttles. Blocking and unblocking are logged once each and counted.
 
 A message costs more than its bytes: :func:`entry_cost` is what an entry really costs
-(docs/BROKER.md, "byte accounting"; tests/broker/test_memory.py measures it with tracemalloc and
-fails if the model falls behind): :data:`PER_ENTRY` for the entry and its slot, the ``bytes``
-object (:func:`bytes_cost`) divided among the entries that share it (a topic's subscriptions),
-and :data:`PER_JOURNALED` more in a durable node (``--data-dir``). The durable store's write
-buffers are charged while they wait for the disk (``broker.store.log.Store``). What producers
-hold in flight (their credit: at most one window each) arrives after the block, so the total may
-pass the limit by that.
+(docs/BROKER.md, "byte accounting"; tests/broker/nodes/test_memory.py measures it with
+tracemalloc and fails if the model falls behind): :data:`PER_ENTRY` for the entry and its
+slot, the ``bytes`` object (:func:`bytes_cost`) divided among the entries that share it (a
+topic's subscriptions), and :data:`PER_JOURNALED` more in a durable node (``--data-dir``).
+The durable store's write buffers are charged while they wait for the disk
+(``broker.store.log.Store``). What producers hold in flight (their credit: at most one window
+each) arrives after the block, so the total may pass the limit by that.
 """
 
 from __future__ import annotations

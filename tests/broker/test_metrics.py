@@ -10,7 +10,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from broker.config import BrokerConfig, ConfigError, load_config
 from broker.server import Broker
@@ -32,26 +31,7 @@ from .broker_clients import (
     sql,
     wait_received,
 )
-
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
-
-def scrape(broker: RunningBroker) -> Samples:
-    metrics = broker.broker.metrics
-    assert metrics is not None and metrics.address is not None
-    host, port = metrics.address
-    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=30) as response:
-        assert response.status == 200
-        text = response.read().decode()
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+from .metrics_clients import scrape, value
 
 
 def poisoned() -> bytes:

@@ -20,7 +20,7 @@ from broker.store.log import COMPACT_MIN_BYTES
 from filtex_proton.amqp.message import encode_message
 
 from .broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver, wait_received
-from .test_faults import BrokerProcess, client
+from .fault_clients import BrokerProcess, client
 
 SOAK_SECONDS = 8.0
 SOAK_MESSAGES = 400_000

@@ -25,7 +25,7 @@ from broker.security.users import UsersError, hash_password, load_users, verify_
 from broker.security.users_cli import main as users_main
 from filtex_proton.amqp.codec import decode_value, encode_value
 
-from .certs import Certs, make_certs
+from ..certs import Certs, make_certs
 
 # -- address patterns -------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from broker.nodes.topic import Topic
 from filtex_proton.amqp.message import encode_message
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 
-from .broker_clients import TopicOption, connect, raw_receiver, send, sql, wait_received
-from .broker_clients import message as amqp_message
+from ..broker_clients import TopicOption, connect, raw_receiver, send, sql, wait_received
+from ..broker_clients import message as amqp_message
 
 PLUGIN = FiltexPlugin()
 LIMITS = NodeLimits(100_000, 10**9)

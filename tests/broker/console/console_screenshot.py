@@ -3,7 +3,7 @@ traffic (so that the charts have 15-minute history to draw), its console page in
 Chromium (selenium; ``apt-get install chromium chromium-driver``), one filter tested, and a
 screenshot of the whole page. From the repository root:
 
-    python -m tests.broker.console_screenshot [OUTPUT.png] [TRAFFIC_SECONDS]
+    python -m tests.broker.console.console_screenshot [OUTPUT.png] [TRAFFIC_SECONDS]
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from broker.server import Broker
 from broker.settings import BrokerConfig
 
-from .broker_clients import TopicOption, filters
-from .browser import start_chrome
+from ..broker_clients import TopicOption, filters
+from ..browser import start_chrome
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 WIDTH = 1360
 
 

@@ -25,10 +25,10 @@ from broker.config import ConfigError, load_config
 from broker.security.sasl import AMQP_HEADER, SASL_HEADER
 from broker.security.users import hash_password
 
-from .broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect, message, send
-from .certs import Certs, Pair, make_certs
+from ..broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect, message, send
+from ..certs import Certs, Pair, make_certs
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 UNAUTHORIZED = "amqp:unauthorized-access"
 
 USERS = """

@@ -15,7 +15,7 @@ from proton.utils import BlockingConnection, BlockingReceiver
 
 from broker.security.users import hash_password
 
-from .broker_clients import (
+from ..broker_clients import (
     BrokerFactory,
     RunningBroker,
     TopicOption,

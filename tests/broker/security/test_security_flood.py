@@ -26,7 +26,7 @@ from broker.security.sasl import SASL_HEADER, frame
 from broker.security.users import hash_password
 from filtex_proton.amqp.codec import decode_value
 
-from .broker_clients import BrokerFactory, message, send
+from ..broker_clients import BrokerFactory, message, send
 
 IN_FLIGHT = 500
 GOOD_CLIENT_TIMEOUT = 15.0

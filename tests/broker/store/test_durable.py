@@ -22,7 +22,7 @@ from broker.nodes.queue import Queue
 from broker.store import log as store_module
 from broker.store.log import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
 
-from .broker_clients import (
+from ..broker_clients import (
     TIMEOUT,
     BrokerFactory,
     DiskFull,

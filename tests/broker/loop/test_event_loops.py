@@ -21,7 +21,7 @@ from broker.loop.stock import StockContainer
 from broker.security.users import hash_password
 from broker.server import Broker
 
-from .broker_clients import (
+from ..broker_clients import (
     BrokerFactory,
     bodies,
     connect,
@@ -33,7 +33,7 @@ from .broker_clients import (
     send,
     sql,
 )
-from .certs import make_certs
+from ..certs import make_certs
 
 LOOPS = ("fast", "stock")
 

@@ -14,7 +14,7 @@ import pytest
 from broker.config import ConfigError, load_config
 from broker.server import Broker
 
-from .broker_clients import (
+from ..broker_clients import (
     BrokerFactory,
     TopicOption,
     bodies,
@@ -26,7 +26,7 @@ from .broker_clients import (
     sql,
     wait_for,
 )
-from .certs import Certs, make_certs
+from ..certs import Certs, make_certs
 from .console_clients import (
     ADMIN,
     VIEWER,
@@ -48,7 +48,7 @@ def traffic(broker_factory: BrokerFactory) -> Traffic:
 
 @pytest.fixture(scope="module")
 def certs(tmp_path_factory: pytest.TempPathFactory) -> Certs:
-    from ..tls_material import openssl_missing
+    from ...tls_material import openssl_missing
 
     missing = openssl_missing()
     if missing is not None:
@@ -371,7 +371,7 @@ def test_a_changed_users_file_applies_without_a_restart(
 
 
 def test_browser_tests_say_why_they_skip(monkeypatch: pytest.MonkeyPatch) -> None:
-    from . import browser
+    from .. import browser
 
     monkeypatch.setattr(browser.shutil, "which", lambda name: None)
     reason = browser.chromium_missing()

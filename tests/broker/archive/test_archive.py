@@ -42,7 +42,7 @@ from filtex_proton.archive import (  # noqa: E402
     rows_to_table,
 )
 
-from .broker_clients import (  # noqa: E402
+from ..broker_clients import (  # noqa: E402
     TIMEOUT,
     BrokerFactory,
     DiskFull,
@@ -58,7 +58,7 @@ from .broker_clients import (  # noqa: E402
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 LONG_ADDRESS = "archive/" + "ü" * 140 + "/end?x=1"  # > 240 bytes escaped, unsafe characters
 
 

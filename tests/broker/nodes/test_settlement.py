@@ -11,7 +11,7 @@ from proton.utils import BlockingConnection
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.view import MISSING, Section
 
-from .broker_clients import (
+from ..broker_clients import (
     TIMEOUT,
     BrokerFactory,
     RunningBroker,

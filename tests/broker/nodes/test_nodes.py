@@ -5,7 +5,7 @@ from __future__ import annotations
 from proton import Terminus
 from proton.reactor import Copy, DurableSubscription
 
-from .broker_clients import (
+from ..broker_clients import (
     TIMEOUT,
     RunningBroker,
     TopicOption,

@@ -20,7 +20,7 @@ import pytest
 
 from broker.loop.poller import PollSelector
 
-from .broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
+from ..broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
 
 HIGH: Final = HIGH_DESCRIPTORS
 CROWDED_BROKER: Final = f"""

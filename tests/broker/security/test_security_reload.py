@@ -21,9 +21,9 @@ from proton.utils import BlockingConnection, LinkDetached
 
 from broker.security.users import hash_password
 
-from .broker_clients import TIMEOUT, connect, message, send
+from ..broker_clients import TIMEOUT, connect, message, send
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 UNAUTHORIZED = "amqp:unauthorized-access"
 
 

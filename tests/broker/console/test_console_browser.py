@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from .broker_clients import (
+from ..broker_clients import (
     BrokerFactory,
     bodies,
     connect,
@@ -18,7 +18,7 @@ from .broker_clients import (
     sql,
     wait_for,
 )
-from .browser import wait_until
+from ..browser import wait_until
 from .console_clients import Traffic, api, node_of, with_traffic
 
 pytest.importorskip("aiohttp")

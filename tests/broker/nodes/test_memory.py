@@ -32,8 +32,8 @@ from broker.settings import ConfigError, parse_size
 from broker.store.log import Store
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
 
-from .broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver
-from .fault_clients import BrokerProcess
+from ..broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver
+from ..fault_clients import BrokerProcess
 
 MiB = 1 << 20
 
@@ -316,7 +316,7 @@ def _until(conn: Any, predicate: Any, msg: str) -> None:
 
 def test_blocking_is_exported_and_every_node_waits(broker_factory: BrokerFactory) -> None:
     pytest.importorskip("prometheus_client")
-    from .test_metrics import scrape, value
+    from ..metrics_clients import scrape, value
 
     running = broker_factory(metrics="127.0.0.1:0", max_memory=200_000, credit_window=10)
     budget = running.broker.budget

@@ -15,7 +15,7 @@ from broker.nodes.consumer import Consumer
 from broker.nodes.queue import Queue
 from filtex_proton.amqp.message import encode_message
 
-from .broker_clients import (
+from ..broker_clients import (
     RunningBroker,
     connect,
     nothing_more,

@@ -1,0 +1,1 @@
+"""Tests of broker/archive/: archiving to Parquet."""

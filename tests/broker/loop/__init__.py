@@ -1,0 +1,1 @@
+"""Tests of broker/loop/: the event loops."""

@@ -1,0 +1,1 @@
+"""Tests of broker/nodes/: queues, topics, consumers, the door check, the memory budget."""

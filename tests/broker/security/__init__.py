@@ -1,0 +1,1 @@
+"""Tests of broker/security/: SASL, TLS, users and grants."""

@@ -1,0 +1,1 @@
+"""Tests of broker/store/: the durable store."""
