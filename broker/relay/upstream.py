@@ -58,7 +58,8 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   stay attached; the relay reconnects with exponential backoff (0.2 s to 5 s)
   and re-opens every upstream link. Deliveries in flight are redelivered by the
   upstream (duplicates possible, never losses); downstream outcomes for
-  deliveries of the lost connection are settled locally only.
+  deliveries of the lost connection are settled locally only. The upstream ending a session
+  a link uses (RabbitMQ ends them all before it drops its connections) counts as a loss.
 """
 
 from __future__ import annotations
@@ -378,7 +379,19 @@ class Upstream(Handler):
         session = event.session
         if session is None:
             return
-        self.sessions.pop(impl(session), None)
+        connection = session.connection
+        if self.sessions.pop(impl(session), None) is None and self._current(connection):
+            # The upstream ended a session we still use (RabbitMQ ends every session, with
+            # "shutdown", a few seconds before it drops its connections). Freeing it frees its
+            # links and their deliveries, which our links still hold (settling one later
+            # crashed the relay), and leaves those links without an upstream side: lose the
+            # connection pair instead, so that every link forgets what it took and reattaches.
+            condition = session.remote_condition
+            log.warning("upstream ended a session the relay uses%s: reconnecting",
+                        f" ({condition.name}: {condition.description})" if condition else "")
+            if connection.state & Endpoint.LOCAL_ACTIVE:
+                connection.close()
+            self._lost(connection)
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
         session.free()

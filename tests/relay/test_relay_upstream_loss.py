@@ -106,6 +106,9 @@ def test_rabbitmq_restart_under_load_loses_nothing(
     for thread in threads:
         thread.join(180)
         assert not thread.is_alive()
+    # a client that lost the relay (it went away under them) says so, not "lost or misrouted"
+    assert not producer_errors, producer_errors
+    assert not evens.errors and not odds.errors, (evens.errors, odds.errors)
     for tally, parity in ((evens, 0), (odds, 1)):
         assert set(tally.ids) == set(range(parity, TOTAL, 2)), "lost or misrouted"
         # A copy beyond the first is RabbitMQ redelivering what was unsettled, or whose
