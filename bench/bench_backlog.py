@@ -9,7 +9,7 @@ credit for all of them and takes what it matches: ``k < 10`` (every message eval
 and ``k = 3`` (every message evaluated, a tenth taken). Prints the CPU time per queued message
 scanned, best of three. ``--tree DIR`` runs another source tree's broker (e.g. ``git archive
 <commit> | tar -x -C DIR``) to compare: entries that keep the door check's decoded sections
-evaluate faster, compact ones (issue 19) make a view from the bytes again.
+evaluate faster, compact ones (the bytes and a fixed entry) make a view from the bytes again.
 """
 
 from __future__ import annotations

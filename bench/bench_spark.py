@@ -21,7 +21,7 @@ prints the ratios. The Column path is also measured with Parquet filter
 pushdown off ("no skipping"): every row group read, none skipped by its
 statistics and dictionaries. Results go into docs/PERFORMANCE.md.
 
-Indexed layout (issue 20): the same segments are also rewritten with an
+Indexed layouts: the same segments are also rewritten with an
 ``ArchiveIndex`` (``reindex_archive``: sorted segments, Bloom filters, page
 index; the application property ``customer`` indexed, as ``--archive-index
 customer`` does; and bucketed by customer into 32 files per directory,

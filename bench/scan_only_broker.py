@@ -1,6 +1,6 @@
 """``python -m broker`` with the door check replaced by the scan alone (a benchmark's baseline).
 
-For ``bench/bench_broker.py --door-check``: the broker as it would be without issue 16's door
+For ``bench/bench_broker.py --door-check``: the broker as it would be without the door
 check, every message only scanned for its layout (``RawMessageView``, as before the check), so
 that the check's own cost is measured against the same broker in the same run. Not a product
 switch: it exists only here, in the benchmarks.
