@@ -2,7 +2,7 @@
 
 ``filtex-broker`` and ``examples/plugin_broker.py`` (an ordinary proton queue
 broker plus the plugin) must behave the same on the wire: that is the proof
-that filtering lives in the plugin, not in our broker (issue 9). Each broker
+that filtering lives in the plugin, not in our broker. Each broker
 runs as its own process on an ephemeral port; the clients are real
 python-qpid-proton clients over real sockets.
 """

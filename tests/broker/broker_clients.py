@@ -230,8 +230,8 @@ POISON = "poison"
 def failing_filters(monkeypatch: Any) -> None:
     """Make every SQL filter raise on a message that has the application property POISON.
 
-    The broker's door check rejects every message a filter could fail to read
-    (issue 16), so no real message induces an evaluation error any more; the
+    The broker's door check rejects every message a filter could fail to read,
+    so no real message induces an evaluation error any more; the
     error accounting (spec §7.2) is tested with this stand-in. The broker runs
     in this process, so patching the class reaches it.
     """

@@ -1,7 +1,7 @@
 """Spec §7.2: a producer whose messages make consumers' filters fail is logged, then closed.
 
-The broker's door check rejects every message a filter could fail to read
-(issue 16), so the error is induced by :func:`failing_filters`: every SQL filter
+The broker's door check rejects every message a filter could fail to read,
+so the error is induced by :func:`failing_filters`: every SQL filter
 raises on a message with the application property ``poison``. Real clients over
 real sockets throughout.
 """

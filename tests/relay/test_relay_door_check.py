@@ -1,4 +1,4 @@
-"""Issue 16 in relay mode: the relay checks what its producers send as our own nodes do.
+"""The door check in relay mode: the relay checks what its producers send as our own nodes do.
 
 The upstream is our own broker (in this process); the relay a ``filtex-broker
 --upstream`` process. A malformed message is rejected by the relay with

@@ -1,4 +1,4 @@
-"""Issue 16: a message that is malformed in any section but the body is rejected at the door.
+"""The door check: a message that is malformed in any section but the body is rejected at the door.
 
 Raw bytes over real sockets: each malformed message is rejected with
 ``amqp:decode-error``, the description naming the section and the problem; it

@@ -1,4 +1,4 @@
-"""The broker-wide memory limit (``--max-memory``, issue 19).
+"""The broker-wide memory limit (``--max-memory``).
 
 Units: sizes with units, the cgroup's limit read from fake files, the budget's marks, what a
 queue charges it, and the cost model against tracemalloc. Then the real thing: a broker process

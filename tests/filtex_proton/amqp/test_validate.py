@@ -1,4 +1,4 @@
-"""The door check (issue 16): every section but the body, checked once; the table of what
+"""The door check: every section but the body, checked once; the table of what
 is refused, with the section each refusal names, and what the check leaves for the filters."""
 
 from __future__ import annotations

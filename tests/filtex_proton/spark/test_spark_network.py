@@ -1,7 +1,7 @@
 """Local mode listens on loopback only: the session helper, the CLI, and the UI when asked for.
 
 Spark's defaults bind the driver and its block manager to the host's first non-loopback
-interface and the UI to every interface; a local query must not expose them (issue 20).
+interface and the UI to every interface; a local query must not expose them.
 """
 
 from __future__ import annotations

@@ -1495,7 +1495,7 @@ def test_dialects_parse_literals_differently() -> None:
 
 
 # =============================================================================================
-# §6.4.4.2, §6.4.4.6 against JMS §3.8.1.1: what each dialect's lexical rules accept (issue 16).
+# §6.4.4.2, §6.4.4.6 against JMS §3.8.1.1: what each dialect's lexical rules accept.
 # A filter accepted in AMQP SQL is one the spec's grammar accepts, so that it is portable.
 
 LEXICAL_ROWS = [
@@ -1602,15 +1602,15 @@ def test_empty_jms_selector_matches_everything(text: str) -> None:
         decode_filter(Described(symbol("amqp:sql-filter"), text))
 
 
-ISSUE16_MSG = {
+DIALECT_MSG = {
     "application_properties": {
         "a": 1, "s": "x", "dm": Described(symbol("d"), {"k": 1, symbol("sk"): 2}),
         "dl": Described(symbol("d"), [7]), "when": "2024-05-01",
     },
     "properties": {"creation-time": timestamp(1714521600000)},  # 2024-05-01T00:00:00Z
 }
-ISSUE16_ROWS = [
-    row(f"{sec} {d}", text, exp, dialect=dia, msg=ISSUE16_MSG) for sec, d, text, dia, exp in [
+DIALECT_ROWS = [
+    row(f"{sec} {d}", text, exp, dialect=dia, msg=DIALECT_MSG) for sec, d, text, dia, exp in [
         # §6.4.4.3: "If a function is not understood by an implementation, it MUST be
         # evaluated as NULL"; its arguments are not evaluated (1/0 would not be an error anyway)
         ("§6.4.4.3", "unknown function is NULL", "foo(a) IS NULL", A, T),
@@ -1649,8 +1649,8 @@ ISSUE16_ROWS = [
 ]
 
 
-@pytest.mark.parametrize(ROW_ARGS, ISSUE16_ROWS)
-def test_issue16_evaluation(
+@pytest.mark.parametrize(ROW_ARGS, DIALECT_ROWS)
+def test_each_dialect_reads_what_its_rules_accept(
     text: str, dialect: Any, msg: dict[str, Any], expected: bool | None,
 ) -> None:
     check(text, dialect, msg, expected)

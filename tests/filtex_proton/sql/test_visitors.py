@@ -1,4 +1,4 @@
-"""The five readers of the SQL AST share one visitor protocol (issue 15).
+"""The five readers of the SQL AST share one visitor protocol.
 
 Every concrete node class of sql/ast.py is either an expression, which every
 reader handles with its own ``visit_<snake_case_class>`` method, or a map or
