@@ -123,3 +123,12 @@ def test_every_byte_setting_takes_units() -> None:
             config.max_memory) == (1 << 30, 2 << 20, 500_000_000, 2_000_000_000)
     env = load_config([], env={"FILTEX_MAX_QUEUE_BYTES": "64MiB"})
     assert env.max_queue_bytes == 64 << 20
+
+
+def test_the_spark_package_names_its_functions_whatever_was_imported_first() -> None:
+    """``plan`` is a function of the package and the name of its submodule: importing the
+    submodule first (as filtex-spark does) must not make the package's ``plan`` the module."""
+    result = _run("-c", "import filtex_proton.spark.plan\n"
+                        "from filtex_proton.spark import plan\n"
+                        "print(callable(plan))", hide=NO_EXTRAS)
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr

@@ -16,6 +16,19 @@ from typing import TYPE_CHECKING
 
 from filtex_proton.lazy import lazy_attribute
 
+# Planning needs neither pyarrow nor PySpark, and ``plan`` (the function) must not be
+# shadowed by the submodule of the same name once something imports that submodule: these
+# are bound eagerly, after the submodule is imported.
+from filtex_proton.spark.plan import (
+    FilterPlan,
+    Plan,
+    apply_filter,
+    as_filter_set,
+    explain,
+    plan,
+    select_archive,
+)
+
 if TYPE_CHECKING:
     from filtex_proton.archive import (
         ARCHIVE_SCHEMA,
@@ -27,15 +40,6 @@ if TYPE_CHECKING:
         read_archive_table,
     )
     from filtex_proton.spark.metrics import Read, measure_read
-    from filtex_proton.spark.plan import (
-        FilterPlan,
-        Plan,
-        apply_filter,
-        as_filter_set,
-        explain,
-        plan,
-        select_archive,
-    )
     from filtex_proton.spark.session import read_archive, spark_session, use_this_python
     from filtex_proton.spark.udf import matches_raw
 
@@ -63,7 +67,7 @@ __all__ = [
 ]
 
 #: Where the names live, those that need neither pyarrow nor PySpark first.
-_MODULES = (*(f"{__name__}.{module}" for module in ("plan", "metrics", "session", "udf")),
+_MODULES = (*(f"{__name__}.{module}" for module in ("metrics", "session", "udf")),
             "filtex_proton.archive")
 
 
