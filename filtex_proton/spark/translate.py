@@ -52,7 +52,7 @@ from filtex_proton.sql import ast, iso8601
 from filtex_proton.sql.compiler import compile_expression
 from filtex_proton.sql.dialects import AMQP_SQL, JMS_SELECTOR, Dialect
 from filtex_proton.sql.functions import understood
-from filtex_proton.sql.like import LikeError, _segments, compile_like
+from filtex_proton.sql.like import LikeError, compile_like, segments
 from filtex_proton.sql.visitor import Visitor
 
 __all__ = ["Pred", "Translator", "UntranslatableError"]
@@ -402,9 +402,9 @@ def _like(text: ir.Expr, pattern: str, escape: str | None) -> ir.Expr:
     """The engine's LIKE (§6.4.3.2) on a non-NULL string: ``%`` any sequence, ``_`` one code
     point, newlines included. Literal segments use startswith/endswith/contains; anything
     else an anchored Java regex under DOTALL, whose ``.`` is one code point."""
-    segments = _segments(pattern, escape)
-    literals = [s.literal for s in segments]
-    if len(segments) == 1 and literals[0] is not None:
+    parsed = segments(pattern, escape)
+    literals = [s.literal for s in parsed]
+    if len(parsed) == 1 and literals[0] is not None:
         return ir.op("eq", text, ir.Lit(literals[0], "string"))
     if all(lit is not None for lit in literals):
         first, last = literals[0] or "", literals[-1] or ""
@@ -425,7 +425,7 @@ def _like(text: ir.Expr, pattern: str, escape: str | None) -> ir.Expr:
             return ir.op("contains", text, ir.Lit(middle[0], "string"))
     regex = ".*".join(
         "".join("." if item is None else _java_regex_char(item) for item in segment.items)
-        for segment in segments
+        for segment in parsed
     )
     return ir.op("rlike", text, ir.Lit(f"(?s)\\A{regex}\\z", "string"))
 
