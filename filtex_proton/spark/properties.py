@@ -11,7 +11,6 @@ modifiers on strings).
 from __future__ import annotations
 
 import math
-import struct
 from typing import Any, Final
 
 from proton import float32
@@ -21,6 +20,7 @@ from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.amqp.view import Section
 from filtex_proton.archive.columns import COLUMN_OF_FIELD
 from filtex_proton.filters.apache import DirectBinding, HeadersBinding
+from filtex_proton.filters.matching import as_float32
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.spark import ir
 from filtex_proton.spark.regex import java_regex_char
@@ -44,15 +44,6 @@ __all__ = [
 
 _DOUBLE_INF: Final = ir.Lit(math.inf, "double")
 _DOUBLE_NINF: Final = ir.Lit(-math.inf, "double")
-_FLOAT32: Final = struct.Struct("<f")
-
-
-def _as_float32(value: float) -> float | None:
-    try:
-        result: float = _FLOAT32.unpack(_FLOAT32.pack(value))[0]
-    except OverflowError:
-        return None
-    return result
 
 
 def _isinf(expr: ir.Expr) -> ir.Expr:
@@ -70,7 +61,7 @@ def _float_field_equal(value: Value, ref: float, ref32: bool) -> ir.Expr:
     double = slot_of(value, "double")
     # The reference rounded to single precision (a float32 object given by a program may
     # hold any double: the engine rounds it too); None when it overflows: no match.
-    single = _as_float32(ref)
+    single = as_float32(ref)
     branches: list[tuple[ir.Expr, ir.Expr]] = []
     # A float field: its (decoded) value is already single precision.
     branches.append((_type_is(value, "float"), ir.FALSE if single is None else
@@ -126,7 +117,7 @@ def match_reference(ref: Any, value: Value, *, modifiers: bool = True) -> ir.Exp
             target: float | None = number
             if single:  # both rounded to single precision (an integer's never overflows)
                 field_double = ir.op("cast_float", field_double)
-                target = _as_float32(number)
+                target = as_float32(number)
             branches.append((in_kinds(value, frozenset({Kind.INTEGER})),
                              ir.FALSE if target is None else
                              ir.op("eq", field_double, ir.Lit(target, "double"))))
