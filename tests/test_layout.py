@@ -1,4 +1,5 @@
-"""The test suite's own layout: one import mode, no name that shadows a product package.
+"""The repository's layout: one import mode for the tests, no name that shadows a product
+package, no module that reaches into another module's private names.
 
 Every test folder is a package under ``tests``, so a test module is imported as
 ``tests.<folder>.<module>`` and helpers by relative import; nothing in ``tests/`` goes on
@@ -9,6 +10,7 @@ and plain ``pytest`` (the README's command) would stop at collection.
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import tomllib
@@ -20,6 +22,8 @@ import filtex_proton
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 PRODUCT_PACKAGES = {"filtex_proton", "broker"}
+CODE_FOLDERS = ("filtex_proton", "broker", "bench", "examples")
+"""Where no module may import another module's private names (tests may: they test them)."""
 
 
 def test_every_test_folder_is_a_package() -> None:
@@ -54,3 +58,32 @@ def test_plain_pytest_collects_from_the_repository_root() -> None:
 def test_no_test_module_shares_a_product_import_name() -> None:
     stems = {path.stem for path in TESTS.rglob("*.py")}
     assert not stems & PRODUCT_PACKAGES
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_imports(path: Path, ours: set[str]) -> list[str]:
+    """``from x import _y`` lines where ``x`` is one of our modules (relative, or under a
+    name in ``ours``); a dependency's internals are wrapped on purpose, with a start-up check."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        module = "." * node.level + (node.module or "")
+        if node.level == 0 and module.split(".")[0] not in ours:
+            continue
+        found += [f"{path.relative_to(ROOT)}:{node.lineno}: from {module} import {alias.name}"
+                  for alias in node.names if _is_private(alias.name)]
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A private name is free to change with its module; one imported elsewhere is an API
+    nobody documented. Make it public (named and documented) or keep it where it is used."""
+    files = [path for folder in CODE_FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))]
+    ours = PRODUCT_PACKAGES | set(CODE_FOLDERS) | {
+        path.stem for path in files if path.parent.name in ("bench", "examples")}
+    violations = [line for path in files for line in _private_imports(path, ours)]
+    assert violations == [], "\n".join(violations)

@@ -339,7 +339,7 @@ def _refuse_compound(buf: bytes, pos: int, end: int, count: int, depth: int) -> 
 def _list_items(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[Any, int]:
     if end > len(buf) or end < pos or count > end - pos or depth >= MAX_DEPTH:
         _refuse_compound(buf, pos, end, count, depth)
-    dec = _DECODERS
+    dec = DECODERS
     depth += 1
     items: list[Any] = []
     append = items.append
@@ -390,7 +390,7 @@ def _map_items(buf: bytes, pos: int, end: int, count: int, depth: int) -> tuple[
         raise DecodeError(f"map with an odd number of elements ({count})", pos)
     if end > len(buf) or end < pos or count > end - pos or depth >= MAX_DEPTH:
         _refuse_compound(buf, pos, end, count, depth)
-    dec = _DECODERS
+    dec = DECODERS
     depth += 1
     result: dict[Any, Any] = {}
     key: Any
@@ -496,7 +496,7 @@ def _array_items(buf: bytes, pos: int, end: int, count: int, depth: int) -> tupl
     pos += 1
     descriptor: Any = UNDESCRIBED
     if code == 0x00:
-        descriptor, pos = _DECODERS[buf[pos]](buf, pos + 1, depth)
+        descriptor, pos = DECODERS[buf[pos]](buf, pos + 1, depth)
         code = buf[pos]
         pos += 1
     element_type = _ARRAY_TYPES.get(code)
@@ -508,7 +508,7 @@ def _array_items(buf: bytes, pos: int, end: int, count: int, depth: int) -> tupl
     room = max(len(buf), _ZERO_WIDTH_FEW) if code in _ZERO_WIDTH else end - pos
     if count > room:
         raise DecodeError(f"array count {count} cannot fit in {end - pos} bytes", pos)
-    dec = _DECODERS[code]
+    dec = DECODERS[code]
     elements: list[Any] = []
     append = elements.append
     for _ in range(count):
@@ -537,13 +537,14 @@ def _described(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     if depth >= MAX_DEPTH:
         raise DecodeError(f"nesting deeper than {MAX_DEPTH}", pos - 1)
     depth += 1
-    dec = _DECODERS
+    dec = DECODERS
     descriptor, pos = dec[buf[pos]](buf, pos + 1, depth)
     value, pos = dec[buf[pos]](buf, pos + 1, depth)
     return Described(descriptor, value), pos
 
 
-_DECODERS: Final[list[_Decoder]] = [_bad_code] * 256
+#: The decoder of each format code (the door check in validate.py decodes with it too).
+DECODERS: Final[list[_Decoder]] = [_bad_code] * 256
 for _code, _fn in {
     0x00: _described,
     0x40: _null,
@@ -586,7 +587,7 @@ for _code, _fn in {
     0xE0: _array8,
     0xF0: _array32,
 }.items():
-    _DECODERS[_code] = _fn
+    DECODERS[_code] = _fn
 del _code, _fn
 
 #: Bytes after the format code of fixed-width encodings; -1: a one-byte size
@@ -645,7 +646,7 @@ def _as_bytes(buf: bytes | bytearray | memoryview) -> bytes:
 def decode_at(buf: bytes, offset: int) -> tuple[Any, int]:
     """:func:`decode_value` without the argument normalisation, for callers holding ``bytes``."""
     try:
-        return _DECODERS[buf[offset]](buf, offset + 1, 0)
+        return DECODERS[buf[offset]](buf, offset + 1, 0)
     except (struct.error, IndexError):
         raise DecodeError("truncated data", len(buf)) from None
     except RecursionError:  # pragma: no cover - only when called near the recursion limit
@@ -678,7 +679,7 @@ def decode_fields(buf: bytes, offset: int, names: tuple[str, ...]) -> dict[str, 
             raise DecodeError(f"expected a list, found format code 0x{code:02x}", offset)
         if end > len(buf) or end < pos or count > end - pos:
             _refuse_compound(buf, pos, end, count, 0)
-        dec = _DECODERS
+        dec = DECODERS
         result: dict[str, Any] = {}
         known = len(names)
         value: Any

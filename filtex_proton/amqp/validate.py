@@ -34,7 +34,7 @@ from typing import Any, Final
 from proton import Array, Described, int32, symbol, timestamp, ubyte, uint, ulong
 
 from filtex_proton.amqp.codec import (
-    _DECODERS,
+    DECODERS,
     UNDESCRIBED,
     WIDTHS,
     DecodeError,
@@ -96,7 +96,6 @@ _ANNOTATION_KEY_CODES: Final = _CODES["symbol"] | _CODES["ulong"]
 _STRING_CODES: Final = _CODES["string"]
 _ANNOTATION_KEYS: Final = frozenset({symbol, ulong})
 
-_decoders = _DECODERS
 _int_new = int.__new__
 _str_new = str.__new__
 _u32x2 = struct.Struct(">II").unpack_from
@@ -160,7 +159,7 @@ def _fields(names: tuple[str, ...], allowed: tuple[frozenset[int], ...],
             return {}
         if end > len(buf) or end < pos or count > end - pos:
             return decode_fields(buf, offset, names)  # raises, saying what is wrong
-        dec = _decoders
+        dec = DECODERS
         result: dict[str, Any] = {}
         value: Any
         try:
@@ -217,7 +216,7 @@ def _map(key_codes: frozenset[int], key_text: str, simple: bool
         if count & 1 or end > len(buf) or end < pos or count > end - pos:
             decode_at(buf, offset)  # raises, saying what is wrong
             raise DecodeError("malformed map", offset)  # pragma: no cover - decode_at raised
-        dec = _decoders
+        dec = DECODERS
         result: dict[Any, Any] = {}
         key: Any
         value: Any
@@ -336,7 +335,7 @@ def _fast_fields(buf: bytes, pos: int, end: int, count: int, names: tuple[str, .
     decodes them, or None to leave the section to it."""
     if count > len(names) or count > end - pos:
         return None
-    dec = _decoders
+    dec = DECODERS
     result: dict[str, Any] = {}
     value: Any
     for i in range(count):
@@ -398,7 +397,7 @@ def _fast_map(buf: bytes, value: int, n: int) -> tuple[_Fast, int]:
         return None, 0
     if count & 1 or end > n or end < pos or count > end - pos:
         return None, 0
-    dec = _decoders
+    dec = DECODERS
     result: dict[Any, Any] = {}
     key: Any
     for _ in range(count >> 1):
@@ -533,7 +532,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                         entries[_PROPERTIES_NAMES[i]] = _str_new(
                             symbol, buf[start:p].decode("ascii"))
                     else:
-                        entries[_PROPERTIES_NAMES[i]], p = _decoders[c](buf, p + 1, 1)
+                        entries[_PROPERTIES_NAMES[i]], p = DECODERS[c](buf, p + 1, 1)
                 if p != end:
                     return _general(buf)
             elif c in {0x45, 0x40}:
@@ -588,7 +587,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                 elif c in _COMPOUND_CODES:
                     return _general(buf)
                 else:
-                    entries[key], p = _decoders[c](buf, p + 1, 1)
+                    entries[key], p = DECODERS[c](buf, p + 1, 1)
             if p != end:
                 return _general(buf)
             decoded["application-properties"] = entries

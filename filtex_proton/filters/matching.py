@@ -31,7 +31,7 @@ from filtex_proton.filters.wire import (
 )
 
 __all__ = [
-    "Matcher", "Reference", "TextPattern", "TypedReference", "check_entry_limit",
+    "Matcher", "Reference", "TextPattern", "TypedReference", "as_float32", "check_entry_limit",
     "compile_reference", "count_entries", "read_reference", "same_key", "unwrap",
 ]
 
@@ -62,8 +62,9 @@ def _kind(value: Any) -> Kind | None:
         return None
 
 
-def _as_float32(x: float) -> float | None:
-    """``x`` rounded to single precision, ``None`` when out of its range."""
+def as_float32(x: float) -> float | None:
+    """``x`` rounded to single precision, ``None`` when out of its range (§4.1.1's float
+    rule; the Spark translation rounds its references with it too)."""
     try:
         result: float = _FLOAT32.unpack(_FLOAT32.pack(x))[0]
     except OverflowError:
@@ -79,7 +80,7 @@ def _float_equal(ref: Any, field: Any) -> bool:
     """
     a, b = float(ref), float(field)
     if isinstance(ref, float32) or isinstance(field, float32):
-        a32, b32 = _as_float32(a), _as_float32(b)
+        a32, b32 = as_float32(a), as_float32(b)
         if a32 is None or b32 is None:
             return False
         a, b = a32, b32

@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column
 
 __all__ = [
-    "FALSE", "NULL", "TRUE", "Col", "Expr", "Get", "Lit", "Op", "and_", "case", "not_", "op",
-    "or_", "to_column", "to_text",
+    "FALSE", "NULL", "TRUE", "Col", "Expr", "Get", "Lit", "Op", "and_", "case", "isnotnull",
+    "isnull", "not_", "op", "or_", "to_column", "to_text",
 ]
 
 SparkType = Literal["boolean", "bigint", "double", "string", "binary", "decimal(38,18)"]
@@ -115,6 +115,20 @@ def not_(part: Expr) -> Expr:
     if isinstance(part, Op) and part.name == "not":
         return part.args[0]
     return Op("not", (part,))
+
+
+def isnull(part: Expr) -> Expr:
+    """``part IS NULL`` (never NULL itself), decided at plan time for a constant."""
+    if isinstance(part, Lit):
+        return TRUE if part.value is None else FALSE
+    return Op("isnull", (part,))
+
+
+def isnotnull(part: Expr) -> Expr:
+    """``part IS NOT NULL`` (never NULL itself), decided at plan time for a constant."""
+    if isinstance(part, Lit):
+        return FALSE if part.value is None else TRUE
+    return Op("isnotnull", (part,))
 
 
 def case(branches: list[tuple[Expr, Expr]], default: Expr = NULL) -> Expr:

@@ -1,7 +1,8 @@
 """LIKE patterns (§6.4.3.2) matched without backtracking.
 
 A pattern is split at its unescaped ``%`` into segments of literal characters
-and ``_``. The first segment must match at the start, the last at the end, and
+and ``_`` (:func:`segments`, public so that every reader of a pattern splits it
+alike). The first segment must match at the start, the last at the end, and
 each one between is found at its leftmost position after the previous one:
 ``%`` consumes as few characters as possible, and the greedy leftmost choice is
 never wrong for this pattern language, so nothing is ever retried.
@@ -28,7 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["MAX_WILDCARD_SEGMENT", "REGEX_SEGMENT_MAX", "LikeError", "compile_like"]
+__all__ = [
+    "MAX_WILDCARD_SEGMENT", "REGEX_SEGMENT_MAX", "LikeError", "Segment", "compile_like", "segments",
+]
 
 Matcher = Callable[[str], bool]
 
@@ -47,13 +50,14 @@ class LikeError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class _Segment:
-    """Characters between two ``%``; ``None`` stands for ``_`` (any one code point)."""
+class Segment:
+    """Characters between two unescaped ``%``; ``None`` stands for ``_`` (any one code point)."""
 
     items: tuple[str | None, ...]
 
     @property
     def literal(self) -> str | None:
+        """The segment's text when it holds no ``_``, else ``None``."""
         if any(item is None for item in self.items):
             return None
         return "".join(item for item in self.items if item is not None)
@@ -64,8 +68,16 @@ class _Segment:
         )
 
 
-def _segments(pattern: str, escape: str | None) -> list[_Segment]:
-    segments: list[_Segment] = []
+def segments(pattern: str, escape: str | None = None) -> tuple[Segment, ...]:
+    """The pattern split at its unescaped ``%``, escapes resolved (at least one segment).
+
+    Public so that other readers of a pattern (the Spark translation) parse it exactly as
+    the engine does. Raises :class:`LikeError` for an escape that is not one character or
+    a pattern that ends with the escape character.
+    """
+    if escape is not None and len(escape) != 1:
+        raise LikeError(f"the escape must be one character, not {len(escape)}")
+    found: list[Segment] = []
     current: list[str | None] = []
     chars = iter(pattern)
     for char in chars:
@@ -75,17 +87,17 @@ def _segments(pattern: str, escape: str | None) -> list[_Segment]:
                 raise LikeError("the pattern ends with the escape character")
             current.append(escaped)
         elif char == "%":
-            segments.append(_Segment(tuple(current)))
+            found.append(Segment(tuple(current)))
             current = []
         elif char == "_":
             current.append(None)
         else:
             current.append(char)
-    segments.append(_Segment(tuple(current)))
-    return segments
+    found.append(Segment(tuple(current)))
+    return tuple(found)
 
 
-def _fixed(segment: _Segment) -> Matcher:
+def _fixed(segment: Segment) -> Matcher:
     """A whole-string match for a pattern without ``%``."""
     literal = segment.literal
     if literal is not None:
@@ -94,7 +106,7 @@ def _fixed(segment: _Segment) -> Matcher:
     return lambda text: regex.fullmatch(text) is not None
 
 
-def _finder(segment: _Segment) -> Callable[[str, int], int]:
+def _finder(segment: Segment) -> Callable[[str, int], int]:
     """Leftmost position at or after ``start`` where the segment matches, or -1."""
     literal = segment.literal
     if literal is not None:
@@ -110,7 +122,7 @@ def _finder(segment: _Segment) -> Callable[[str, int], int]:
     return find
 
 
-def _shift_and(segment: _Segment) -> Callable[[str, int], int]:
+def _shift_and(segment: Segment) -> Callable[[str, int], int]:
     """The Shift-And finder: bit ``j`` of ``state`` says the segment's first ``j + 1`` items
     match the characters ending here; a match ends where bit ``m - 1`` is set. Linear in
     the characters scanned, which are copied in chunks (never the whole rest of the string)."""
@@ -136,7 +148,7 @@ def _shift_and(segment: _Segment) -> Callable[[str, int], int]:
     return find
 
 
-def _at(segment: _Segment) -> Callable[[str, int], bool]:
+def _at(segment: Segment) -> Callable[[str, int], bool]:
     """Whether the segment matches exactly at ``position``."""
     literal = segment.literal
     if literal is not None:
@@ -145,8 +157,8 @@ def _at(segment: _Segment) -> Callable[[str, int], bool]:
     return lambda text, position: regex.match(text, position) is not None
 
 
-def _general(segments: list[_Segment]) -> Matcher:
-    first, middle, last = segments[0], segments[1:-1], segments[-1]
+def _general(parts: tuple[Segment, ...]) -> Matcher:
+    first, middle, last = parts[0], parts[1:-1], parts[-1]
     first_len, last_len = len(first.items), len(last.items)
     first_at, last_at = _at(first), _at(last)
     finders = [(_finder(s), len(s.items)) for s in middle if s.items]
@@ -168,26 +180,24 @@ def _general(segments: list[_Segment]) -> Matcher:
 
 
 def _compile(pattern: str, escape: str | None = None) -> Matcher:
-    if escape is not None and len(escape) != 1:
-        raise LikeError(f"the escape must be one character, not {len(escape)}")
-    segments = _segments(pattern, escape)
-    for segment in segments:
+    parts = segments(pattern, escape)
+    for segment in parts:
         if len(segment.items) > MAX_WILDCARD_SEGMENT and segment.literal is None:
             raise LikeError(f"a segment holding '_' is {len(segment.items)} characters long, "
                             f"more than {MAX_WILDCARD_SEGMENT}")
-    if len(segments) == 1:
-        return _fixed(segments[0])
-    first, last = segments[0].literal, segments[-1].literal
-    if len(segments) == 2 and first is not None and last is not None:
+    if len(parts) == 1:
+        return _fixed(parts[0])
+    first, last = parts[0].literal, parts[-1].literal
+    if len(parts) == 2 and first is not None and last is not None:
         if not last:
             return (lambda text: text.startswith(first)) if first else (lambda text: True)
         if not first:
             return lambda text: text.endswith(last)
-    if len(segments) == 3 and first == "" and last == "":
-        inner = segments[1].literal
+    if len(parts) == 3 and first == "" and last == "":
+        inner = parts[1].literal
         if inner is not None:
             return lambda text: inner in text
-    return _general(segments)
+    return _general(parts)
 
 
 _compile_cached = functools.lru_cache(maxsize=512)(_compile)

@@ -149,9 +149,9 @@ class WorkCounter:
         self.searches: list[tuple[int, int, int]] = []
         self.anchored = 0
 
-    def finder(self, real: Callable[[like._Segment], Callable[[str, int], int]]
-               ) -> Callable[[like._Segment], Callable[[str, int], int]]:
-        def make(segment: like._Segment) -> Callable[[str, int], int]:
+    def finder(self, real: Callable[[like.Segment], Callable[[str, int], int]]
+               ) -> Callable[[like.Segment], Callable[[str, int], int]]:
+        def make(segment: like.Segment) -> Callable[[str, int], int]:
             find = real(segment)
             length = len(segment.items)
 
@@ -164,9 +164,9 @@ class WorkCounter:
 
         return make
 
-    def at(self, real: Callable[[like._Segment], Callable[[str, int], bool]]
-           ) -> Callable[[like._Segment], Callable[[str, int], bool]]:
-        def make(segment: like._Segment) -> Callable[[str, int], bool]:
+    def at(self, real: Callable[[like.Segment], Callable[[str, int], bool]]
+           ) -> Callable[[like.Segment], Callable[[str, int], bool]]:
+        def make(segment: like.Segment) -> Callable[[str, int], bool]:
             test = real(segment)
 
             def counted(text: str, position: int) -> bool:
@@ -191,7 +191,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> Iterator[WorkCounter]:
     yield counter
 
 
-LINEAR_CASES = [case for case in CASES if len(like._segments(case[1], case[2])) > 3]
+LINEAR_CASES = [case for case in CASES if len(like.segments(case[1], case[2])) > 3]
 
 
 @pytest.mark.parametrize(("pattern", "escape", "text", "expected"),
@@ -201,7 +201,7 @@ def test_work_does_not_grow_faster_than_the_string(counted: WorkCounter, pattern
                                                    escape: str | None, text: Text,
                                                    expected: bool) -> None:
     matcher = compile_like.__wrapped__(pattern, escape)  # a fresh matcher, counted
-    middle = len(like._segments(pattern, escape)) - 2
+    middle = len(like.segments(pattern, escape)) - 2
     per_size: list[int] = []
     for n in SIZES:
         counted.searches.clear()
@@ -250,7 +250,7 @@ def test_long_wildcard_segments_agree_with_the_reference(
 @given(items=st.text(alphabet="ab_", min_size=1, max_size=12), text=st.text(alphabet="ab\n"),
        start=st.integers(min_value=0, max_value=20))
 def test_shift_and_finds_what_the_regex_finds(items: str, text: str, start: int) -> None:
-    segment = like._Segment(tuple(None if c == "_" else c for c in items))
+    segment = like.Segment(tuple(None if c == "_" else c for c in items))
     regex = segment.regex()
     found = regex.search(text, start)
     expected = -1 if found is None else found.start()
@@ -258,8 +258,8 @@ def test_shift_and_finds_what_the_regex_finds(items: str, text: str, start: int)
 
 
 def test_long_wildcard_segments_are_scanned_not_retried() -> None:
-    short = like._Segment(tuple(["a", None] * 10 + ["b"]))
-    long = like._Segment(tuple(["a", None] * 100 + ["b"]))
+    short = like.Segment(tuple(["a", None] * 10 + ["b"]))
+    long = like.Segment(tuple(["a", None] * 100 + ["b"]))
     assert "_shift_and" not in like._finder(short).__qualname__
     assert "_shift_and" in like._finder(long).__qualname__
     # the worst case for a regex: every start position matches all but the last character

@@ -14,7 +14,7 @@ from typing import Any, get_args
 import pytest
 
 from filtex_proton import pushdown
-from filtex_proton.spark import translate
+from filtex_proton.spark import sql_visitor
 from filtex_proton.sql import ast, compiler, printer, reference
 from filtex_proton.sql.visitor import EXPRESSION_CLASSES, Visitor, method_name
 
@@ -23,7 +23,7 @@ READERS: dict[str, type[Visitor[Any]]] = {
     "reference interpreter": reference._Interpreter,
     "printer": printer._Printer,
     "pushdown": pushdown._Translator,
-    "spark translation": translate.SqlTranslator,
+    "spark translation": sql_visitor.SqlTranslator,
 }
 
 REFERENCE_CLASSES = {ast.Key, ast.Index}
