@@ -20,7 +20,7 @@ from filtex_proton.amqp.types import Kind, kind_of
 from filtex_proton.amqp.view import Section
 from filtex_proton.archive.columns import COLUMN_OF_FIELD
 from filtex_proton.filters.apache import DirectBinding, HeadersBinding
-from filtex_proton.filters.matching import as_float32
+from filtex_proton.filters.matching import Reference, TextPattern, as_float32
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.spark import ir
 from filtex_proton.spark.regex import java_regex_char
@@ -80,20 +80,17 @@ def _float_field_equal(value: Value, ref: float, ref32: bool) -> ir.Expr:
     return ir.case(branches, ir.FALSE)
 
 
-def match_reference(ref: Any, value: Value, *, modifiers: bool = True) -> ir.Expr:
-    """matching.compile_reference(ref) applied to a field value; TRUE/FALSE (NULL = FALSE)."""
+#: A text pattern's test, as the Spark operator that makes it.
+_TEXT_TESTS: Final = {"exact": "eq", "prefix": "startswith", "suffix": "endswith"}
+
+
+def match_reference(reference: Reference, value: Value) -> ir.Expr:
+    """matching.compile_reference's matcher for a reference (typed at decode) applied to a
+    field value; TRUE/FALSE (NULL = FALSE)."""
+    if isinstance(reference, TextPattern):
+        return _text_match(value, _TEXT_TESTS[reference.how], reference.text)
+    ref = reference.value
     kind = kind_of(ref)
-    if kind is Kind.STRING and modifiers and ref.startswith("&"):
-        text = str(ref)
-        if text.startswith("&&"):
-            return _text_match(value, "eq", text[1:])
-        if text.startswith("&p:"):
-            return _text_match(value, "startswith", text[3:])
-        if text.startswith("&s:"):
-            return _text_match(value, "endswith", text[3:])
-        raise UntranslatableError(f"unknown modifier in {text!r}")  # refused at decode already
-    if kind in TEXT:
-        return _text_match(value, "eq", str(ref))
     if kind is Kind.INTEGER:
         exact = int(ref)
         integers = frozenset({Kind.INTEGER})
@@ -169,9 +166,7 @@ def property_predicate(item: PropertyFilter) -> ir.Expr:
     """A section filter: every entry's field matches its reference (§4.1)."""
     section = item.section
     parts: list[ir.Expr] = []
-    for key, reference in item.value.items():
-        if reference is None:
-            continue  # §4.1.1: a NULL reference matches anything
+    for key, reference in item.references:  # §4.1.1: a NULL reference is not among them
         parts.append(match_reference(reference, field_value(section, key)))
     return ir.and_(*parts)
 
@@ -186,16 +181,14 @@ def headers_predicate(item: HeadersBinding) -> ir.Expr:
     """The legacy headers binding: all or any of its application properties present (and
     matching, where a value is given), the ``x-`` keys aside."""
     oks: list[ir.Expr] = []
-    for key, reference in item.value.items():
-        if key == "x-match" or str(key).startswith("x-"):
-            continue
-        value = field_value(Section.APPLICATION_PROPERTIES, str(key))
+    for key, reference in item.references:  # the x- keys are not among them
+        value = field_value(Section.APPLICATION_PROPERTIES, key)
         assert value.struct is not None
         present = ir.isnotnull(value.struct)
         if reference is None:
             oks.append(present)
         else:
-            oks.append(ir.and_(present, match_reference(reference, value, modifiers=False)))
+            oks.append(ir.and_(present, match_reference(reference, value)))
     return ir.and_(*oks) if item.match_all else ir.or_(*oks)
 
 

@@ -1,7 +1,8 @@
 """Filters to Spark expressions, only where the translation is exactly equivalent.
 
 The planner's one entry (plan.py): :class:`Translator` turns a whole filter of
-any family into a :class:`Pred` through a table keyed by the family's class.
+any family into a :class:`Pred`, one handler per family (the filter families'
+visitor, filters/visitor.py).
 SQL filters go to the AST visitor (sql_visitor.py), property filters and the
 Apache bindings to properties.py; both build on the value model of values.py
 (LIKE in regex.py), which relies on the invariants of *regular* archive rows;
@@ -12,9 +13,7 @@ which ``explain`` reports; that filter (or SQL conjunct) then runs in the UDF.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Final
 
 from proton import Described, symbol
 
@@ -24,6 +23,7 @@ from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.visitor import FAMILIES, FamilyVisitor
 from filtex_proton.spark import ir
 from filtex_proton.spark.properties import (
     direct_predicate,
@@ -47,7 +47,7 @@ class Pred:
     nullable: bool
 
 
-class Translator:
+class Translator(FamilyVisitor[Pred]):
     """Whole filters (of any type) to :class:`Pred`; raises :class:`UntranslatableError`."""
 
     def __init__(self, now_ms: int) -> None:
@@ -55,11 +55,9 @@ class Translator:
         self.uses_utc = False
 
     def translate(self, item: Filter) -> Pred:
-        for family in type(item).__mro__:
-            handler = _FAMILIES.get(family)
-            if handler is not None:
-                return handler(self, item)
-        raise UntranslatableError(f"{item.type_name} is evaluated by the engine")
+        if type(item) not in FAMILIES:  # a plugin's filter type: only the engine knows it
+            raise UntranslatableError(f"{item.type_name} is evaluated by the engine")
+        return self.visit_family(item)
 
     def sql(self, root: ast.Expr, dialect: Dialect) -> ir.Expr:
         translator = SqlTranslator(dialect, self.now_ms)
@@ -67,16 +65,16 @@ class Translator:
         self.uses_utc |= translator.uses_utc
         return result
 
-    def _constant(self, item: ConstantFilter) -> Pred:
+    def on_constant_filter(self, item: ConstantFilter) -> Pred:
         return Pred(ir.Lit(item.result, "boolean"), False)
 
-    def _property(self, item: PropertyFilter) -> Pred:
+    def on_property_filter(self, item: PropertyFilter) -> Pred:
         return Pred(property_predicate(item), False)
 
-    def _sql(self, item: SqlFilter) -> Pred:
+    def on_sql_filter(self, item: SqlFilter) -> Pred:
         return Pred(self.sql(item.compiled.ast, item.compiled.dialect), True)
 
-    def _group(self, item: GroupFilter) -> Pred:
+    def on_group_filter(self, item: GroupFilter) -> Pred:
         members = [self.translate(m) for m in item.members]
         exprs = [m.expr for m in members]
         if item.op is GroupOp.ALL:
@@ -92,32 +90,18 @@ class Translator:
         any_null = ir.or_(*(ir.isnull(e) for e in nullable))
         return Pred(ir.case([(any_null, ir.NULL)], combined), True)
 
-    def _direct(self, item: DirectBinding) -> Pred:
+    def on_direct_binding(self, item: DirectBinding) -> Pred:
         return Pred(direct_predicate(item), False)
 
-    def _headers(self, item: HeadersBinding) -> Pred:
+    def on_headers_binding(self, item: HeadersBinding) -> Pred:
         return Pred(headers_predicate(item), False)
 
-    def _topic(self, item: TopicBinding) -> Pred:
+    def on_topic_binding(self, item: TopicBinding) -> Pred:
         return Pred(topic_predicate(str(item.value)), False)
 
-    def _no_local(self, item: NoLocalFilter) -> Pred:
+    def on_no_local_filter(self, item: NoLocalFilter) -> Pred:
         # An archived message has no connection of origin: no-local keeps it (origin None).
         return Pred(ir.TRUE, False)
-
-
-_FAMILIES: Final[dict[type, Callable[[Translator, Any], Pred]]] = {
-    ConstantFilter: Translator._constant,
-    PropertyFilter: Translator._property,
-    SqlFilter: Translator._sql,
-    GroupFilter: Translator._group,
-    DirectBinding: Translator._direct,
-    HeadersBinding: Translator._headers,
-    TopicBinding: Translator._topic,
-    NoLocalFilter: Translator._no_local,
-}
-"""The families translated, by class (a subclass takes its base's handler); any other
-family (a plugin's, say) is evaluated by the engine."""
 
 
 def residual_sql(type_name: str, node: ast.Expr, dialect: Dialect) -> Described | None:

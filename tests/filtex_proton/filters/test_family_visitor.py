@@ -13,6 +13,7 @@ from filtex_proton.filters.base import FilterBase
 from filtex_proton.filters.visitor import FAMILIES, FamilyVisitor
 from filtex_proton.matcher.decompose import _Decomposer
 from filtex_proton.pushdown import _Translator
+from filtex_proton.spark.translate import Translator
 
 
 def _subclasses(cls: type) -> set[type]:
@@ -28,11 +29,16 @@ def test_the_protocol_covers_every_filter_class_of_the_package() -> None:
     assert defined == set(FAMILIES)
 
 
-@pytest.mark.parametrize("reader", [_Decomposer, _Translator])
-def test_every_reader_handles_every_family(reader: type) -> None:
+@pytest.mark.parametrize(("reader", "made"), [
+    (_Decomposer, _Decomposer),
+    (_Translator, _Translator),
+    (Translator, lambda: Translator(now_ms=0)),
+], ids=["node matcher", "pushdown", "spark"])
+def test_every_reader_handles_every_family(reader: type, made: Any) -> None:
     assert not getattr(reader, "__abstractmethods__", None)
-    assert all(family in reader._family_handlers for family in FAMILIES)  # type: ignore[attr-defined]
-    reader()
+    handlers = reader._family_handlers  # type: ignore[attr-defined]
+    assert all(family in handlers for family in FAMILIES)
+    made()
 
 
 def test_a_reader_lacking_a_handler_cannot_be_made() -> None:
