@@ -71,12 +71,32 @@ class RelayEnd(Protocol):
     def on_upstream_flow(self) -> None: ...
 
 
+class SharingPort(Protocol):
+    """What our consumers of one upstream queue share (``broker.relay.sharing``), as a
+    consumer sees it."""
+
+    # Consumers are ``Any`` here: broker.relay.consumers imports this module.
+    def candidates(self, consumer: Any, message: FilterMessage) -> tuple[Any, ...] | None:
+        """The consumers of ``consumer``'s queue that may match (None: not indexed there)."""
+        ...
+
+    def hand_off(self, owner: Any, delivery: Any, data: bytes, message: FilterMessage,
+                 candidates: tuple[Any, ...] | None = None) -> bool:
+        """Give a message ``owner`` does not match to another of our links that matches."""
+        ...
+
+
 class UpstreamPort(Protocol):
     """The upstream connection (``broker.relay.upstream.Upstream``) as relay links see it."""
 
     plugin: FiltexPlugin
     origins: OriginStamp
     non_match_modified: bool
+
+    @property
+    def sharing(self) -> SharingPort:
+        """Our consumers of each upstream queue (a non-match goes to one that matches)."""
+        ...
 
     def topic_address(self, address: str) -> str:
         """The upstream's address for a topic named with the ``topic`` capability."""
@@ -95,15 +115,6 @@ class UpstreamPort(Protocol):
     def forget(self, relay_link: Any) -> None: ...
 
     def message(self, data: bytes) -> FilterMessage: ...
-
-    def candidates(self, consumer: Any, message: FilterMessage) -> tuple[Any, ...] | None:
-        """The consumers of ``consumer``'s queue that may match (None: not indexed there)."""
-        ...
-
-    def hand_off(self, owner: Any, delivery: Any, data: bytes, message: FilterMessage,
-                 candidates: tuple[Any, ...] | None = None) -> bool:
-        """Give a message ``owner`` (a relay consumer) does not match to another one."""
-        ...
 
 
 class AttachDeadline(Handler):

@@ -165,7 +165,7 @@ class RelayConsumer:
         self.upstream.register(up, UpstreamSide(self))
         if self.dynamic:
             self.upstream.answer_by(self)
-        self._top_up()
+        self.top_up()
 
     def upstream_lost(self) -> None:
         """The upstream connection is gone: forget its deliveries (it redelivers them); a
@@ -213,7 +213,7 @@ class RelayConsumer:
             message = self.upstream.message(data)
             # the queue's matcher first: a link it does not name does not match (nine in ten
             # with ten consumers on disjoint filters), and the one that does is named already
-            candidates = None if self.copies else self.upstream.candidates(self, message)
+            candidates = None if self.copies else self.upstream.sharing.candidates(self, message)
         if link_filter is None or ((candidates is None or self in candidates)
                                    and link_filter.matches(message)):
             self.pending.append((data, delivery))
@@ -224,13 +224,13 @@ class RelayConsumer:
                 self._settle_up(delivery, ACCEPTED)
             elif self.upstream.non_match_modified:
                 self._modify_up(delivery)  # the upstream offers it to its other consumers
-            elif not self.upstream.hand_off(self, delivery, data, message, candidates):
+            elif not self.upstream.sharing.hand_off(self, delivery, data, message, candidates):
                 self.held[delivery] = data
                 if len(self.held) == self.held_limit:
                     log.warning("relay consumer %r holds %d non-matching messages of %r "
                                 "(upstream_held): it takes no more until some go", self.name,
                                 self.held_limit, self.address)
-            self._top_up()
+            self.top_up()
 
     def on_upstream_flow(self) -> None:
         """The upstream's flow: the answer to a drain we forwarded, if we did."""
@@ -254,7 +254,7 @@ class RelayConsumer:
         have = lib.pn_link_credit(up)
         more = self.credit - have
         if not self.copies and not self.upstream.non_match_modified:
-            more = min(more, self.held_limit - len(self.held) - have)  # as _top_up
+            more = min(more, self.held_limit - len(self.held) - have)  # as top_up
         lib.pn_link_drain(up, max(more, 0))
 
     def _drained(self) -> None:
@@ -268,7 +268,7 @@ class RelayConsumer:
         if not self.closed and lib.pn_link_get_drain(self.impl):
             lib.pn_link_drained(self.impl)
             self.credit = lib.pn_link_credit(self.impl)
-        self._top_up()
+        self.top_up()
 
     def wants(self, message: FilterMessage) -> bool:
         """Whether this link would take a message another consumer does not match."""
@@ -328,7 +328,7 @@ class RelayConsumer:
                              lib.pn_disposition_annotations(outcome))
         self._settle_up(delivery, MODIFIED)
 
-    def _top_up(self) -> None:
+    def top_up(self) -> None:
         """Upstream credit: the downstream consumer's window, minus what waits here for it,
         unless too much is held."""
         up = self.up_impl
@@ -360,7 +360,7 @@ class RelayConsumer:
                 self._returned(up_delivery)
             else:
                 self.unacked[delivery] = (up_delivery, data)
-        self._top_up()
+        self.top_up()
 
     def on_flow(self) -> None:
         impl = self.impl
@@ -501,7 +501,7 @@ class RelayConsumer:
         self.confirmed = True
         if self.draining:
             self._issue_drain()
-        self._top_up()
+        self.top_up()
 
     def __repr__(self) -> str:
         return f"<RelayConsumer {self.name!r} on {self.address!r}>"

@@ -108,9 +108,9 @@ from broker.relay.common import (
 from broker.relay.consumers import RelayConsumer
 from broker.relay.origin import OriginStamp
 from broker.relay.producers import RelayProducer
+from broker.relay.sharing import QueueSharing
 from broker.settings import BrokerConfig
 from broker.terminus import TerminusRequest, refuse
-from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import (
     DecodeError,
     FilterMessage,
@@ -161,15 +161,12 @@ class Upstream(Handler):
         self.properties: dict[Any, Any] = {}
         """The connection properties of the upstream's open frame."""
         self.links: dict[RelayLink, None] = {}
-        self.queue_consumers: dict[str, NodeMatcher[RelayConsumer]] = {}
+        self.sharing = QueueSharing(self.message)
         """Our consumers of each upstream queue, indexed by their filters: a message one of
         them does not match is handed to a candidate, not offered to every link."""
         self.awaiting: dict[RelayLink, float] = {}
         """Dynamic attaches sent upstream and not answered yet, with their deadline."""
         self.deadline_pending = False
-        self.indexed: dict[RelayConsumer, str] = {}
-        """The address each consumer is indexed under in :attr:`queue_consumers` (a dynamic
-        or looked-up source learns its address from the upstream's answer)."""
         self.sessions: dict[Any, Session] = {}
         """Sessions of detached links, waiting for the upstream's begin or end."""
         self.waiting: dict[RelayConsumer, None] = {}
@@ -264,10 +261,8 @@ class Upstream(Handler):
             if owner is not None:
                 self.awaiting.pop(owner, None)
                 owner.upstream_attached(link)
-                if isinstance(owner, RelayConsumer) and owner in self.indexed \
-                        and self.indexed[owner] != owner.address:
-                    self._unindex(owner)
-                    self._index(owner)
+                if isinstance(owner, RelayConsumer):
+                    self.sharing.readdressed(owner)
 
     def on_link_remote_close(self, event: Event) -> None:
         self._upstream_link_closed(event)
@@ -423,9 +418,9 @@ class Upstream(Handler):
     def track(self, relay_link: RelayLink) -> None:
         self.links[relay_link] = None
         if isinstance(relay_link, RelayConsumer) and not relay_link.copies:
-            self._index(relay_link)
+            self.sharing.index(relay_link)
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
-            self.offer_held(relay_link)
+            self.sharing.offer_held(relay_link, self.links)
 
     def _schedule_grace(self, delay: float, *, force: bool = False) -> None:
         """Open the waiting consumers in ``delay`` seconds (``force``: even if some session end
@@ -453,7 +448,7 @@ class Upstream(Handler):
         for consumer in waiting:
             if consumer in self.links and consumer.up is None and not consumer.closed \
                     and self._open(consumer, wait=False):
-                self.offer_held(consumer)
+                self.sharing.offer_held(consumer, self.links)
 
     def _open(self, relay_link: RelayLink, *, wait: bool = True) -> bool:
         """Open the upstream side of a link, unless the upstream cannot serve it (or, ``wait``,
@@ -561,45 +556,6 @@ class Upstream(Handler):
                     "without a target address needs")
         return None
 
-    def candidates(self, consumer: RelayConsumer,
-                   message: FilterMessage) -> tuple[RelayConsumer, ...] | None:
-        """The consumers of ``consumer``'s queue that may match ``message`` (the queue's
-        matcher, evaluating nothing); None if ``consumer`` is not indexed there."""
-        matcher = self.queue_consumers.get(consumer.address)
-        if matcher is None or consumer not in matcher:
-            return None
-        return matcher.candidates(message)
-
-    def hand_off(self, owner: RelayConsumer, delivery: Any, data: bytes,
-                 message: FilterMessage,
-                 candidates: tuple[RelayConsumer, ...] | None = None) -> bool:
-        """Give a message one link does not match to another of our links on the queue (only
-        the candidates the queue's matcher names are asked; ``candidates``: already named)."""
-        if candidates is None:
-            matcher = self.queue_consumers.get(owner.address)
-            if matcher is None:
-                return False
-            candidates = matcher.candidates(message)
-        for other in candidates:
-            if other is not owner and other.wants(message):
-                other.borrow(owner, delivery, data)
-                return True
-        return False
-
-    def offer_held(self, newcomer: RelayConsumer) -> None:
-        """A new consumer on a queue: take what our other links hold and it matches."""
-        if newcomer.copies:
-            return
-        for other in list(self.links):
-            if (not isinstance(other, RelayConsumer) or other is newcomer
-                    or other.address != newcomer.address or not other.held):
-                continue
-            for delivery, data in list(other.held.items()):
-                if newcomer.wants(self.message(data)):
-                    del other.held[delivery]
-                    newcomer.borrow(other, delivery, data)
-            other._top_up()
-
     def message(self, data: bytes) -> FilterMessage:
         """A message taken from the upstream, with the relay connection that published it."""
         message = self.plugin.message(data)
@@ -612,21 +568,7 @@ class Upstream(Handler):
         self.awaiting.pop(relay_link, None)
         if isinstance(relay_link, RelayConsumer):
             self.waiting.pop(relay_link, None)
-            self._unindex(relay_link)
-
-    def _index(self, consumer: RelayConsumer) -> None:
-        matcher = self.queue_consumers.setdefault(consumer.address, NodeMatcher())
-        matcher.register(consumer, consumer.filter)
-        self.indexed[consumer] = consumer.address
-
-    def _unindex(self, consumer: RelayConsumer) -> None:
-        address = self.indexed.pop(consumer, None)
-        if address is None:
-            return
-        matcher = self.queue_consumers[address]
-        matcher.unregister(consumer)
-        if not len(matcher):
-            del self.queue_consumers[address]
+            self.sharing.unindex(relay_link)
 
     # -- attaching downstream links --------------------------------------------------------
 
