@@ -17,14 +17,9 @@ from typing import Any, Final, Literal, NamedTuple
 
 from proton import symbol, timestamp, ubyte, uint, ulong
 
-from filtex_proton.amqp.codec import (
-    WIDTHS,
-    DecodeError,
-    decode_at,
-    decode_fields,
-    encode_value,
-    skip_value,
-)
+from filtex_proton.amqp.decode import DecodeError, decode_at, decode_fields, skip_value
+from filtex_proton.amqp.encode import encode_value
+from filtex_proton.amqp.formats import WIDTHS
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 from filtex_proton.amqp.view import MISSING, Section
 

@@ -33,15 +33,15 @@ from typing import Any, Final
 
 from proton import Array, Described, int32, symbol, timestamp, ubyte, uint, ulong
 
-from filtex_proton.amqp.codec import (
-    _DECODERS,
+from filtex_proton.amqp.decode import (
+    DECODERS,
     UNDESCRIBED,
-    WIDTHS,
     DecodeError,
     decode_at,
     decode_fields,
     skip_value,
 )
+from filtex_proton.amqp.formats import CODES_OF, TYPE_OF, WIDTHS
 from filtex_proton.amqp.message import LAYOUT, InvalidMessageError, RawMessageView
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 
@@ -52,35 +52,8 @@ _TYPE_NAMES: Final[dict[type, str]] = {
     symbol: "symbol", str: "string", bytes: "binary", uuid.UUID: "uuid", list: "list",
     dict: "map", Array: "array", Described: "described value",
 }
-#: The format codes of each AMQP type (part 1 §1.6), and the name of each code's type.
-_CODES: Final[dict[str, frozenset[int]]] = {
-    "null": frozenset({0x40}),
-    "boolean": frozenset({0x56, 0x41, 0x42}),
-    "ubyte": frozenset({0x50}),
-    "ushort": frozenset({0x60}),
-    "uint": frozenset({0x70, 0x52, 0x43}),
-    "ulong": frozenset({0x80, 0x53, 0x44}),
-    "byte": frozenset({0x51}),
-    "short": frozenset({0x61}),
-    "int": frozenset({0x71, 0x54}),
-    "long": frozenset({0x81, 0x55}),
-    "float": frozenset({0x72}),
-    "double": frozenset({0x82}),
-    "decimal32": frozenset({0x74}),
-    "decimal64": frozenset({0x84}),
-    "decimal128": frozenset({0x94}),
-    "char": frozenset({0x73}),
-    "timestamp": frozenset({0x83}),
-    "uuid": frozenset({0x98}),
-    "binary": frozenset({0xA0, 0xB0}),
-    "string": frozenset({0xA1, 0xB1}),
-    "symbol": frozenset({0xA3, 0xB3}),
-    "list": frozenset({0x45, 0xC0, 0xD0}),
-    "map": frozenset({0xC1, 0xD1}),
-    "array": frozenset({0xE0, 0xF0}),
-    "described value": frozenset({0x00}),
-}
-_CODE_NAMES: Final[dict[int, str]] = {c: name for name, codes in _CODES.items() for c in codes}
+#: The format codes of each AMQP type (part 1 §1.6), and a field kind of several types.
+_CODES: Final[dict[str, frozenset[int]]] = dict(CODES_OF)
 _CODES["*message-id"] = _CODES["ulong"] | _CODES["uuid"] | _CODES["binary"] | _CODES["string"]
 #: What a section's field may be encoded as: its type, or null (§3.2.1, §3.2.4, §3.2.11-15).
 _HEADER_CODES: Final = tuple(_CODES[kind] | {0x40} for _, kind in HEADER_FIELDS)
@@ -96,14 +69,14 @@ _ANNOTATION_KEY_CODES: Final = _CODES["symbol"] | _CODES["ulong"]
 _STRING_CODES: Final = _CODES["string"]
 _ANNOTATION_KEYS: Final = frozenset({symbol, ulong})
 
-_decoders = _DECODERS
+_decoders = DECODERS
 _int_new = int.__new__
 _str_new = str.__new__
 _u32x2 = struct.Struct(">II").unpack_from
 
 
 def _code_name(code: int) -> str:
-    return _CODE_NAMES.get(code, f"format code 0x{code:02x}")
+    return TYPE_OF.get(code, f"format code 0x{code:02x}")
 
 
 def _shown(key: Any) -> str:
@@ -142,7 +115,7 @@ def _descriptors(value: Any) -> str | None:
 def _fields(names: tuple[str, ...], allowed: tuple[frozenset[int], ...],
             kinds: tuple[str, ...]) -> Callable[[bytes, int], dict[str, Any]]:
     """The checker of a composite section (header, properties): each field null or of its
-    type, decoded exactly as :func:`~filtex_proton.amqp.codec.decode_fields` does."""
+    type, decoded exactly as :func:`~filtex_proton.amqp.decode.decode_fields` does."""
     known = len(names)
 
     def check(buf: bytes, offset: int) -> dict[str, Any]:
