@@ -617,17 +617,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
         return _general(buf)
     if pos < n:  # a section out of order, repeated, unknown, or not read here
         return _general(buf)
-    view = _new_view(RawMessageView)
-    view.data = buf
-    view._raw = spans
-    view._offsets = None  # every section there is, is in ``_decoded``
-    view.body_offset = body_offset
-    view.body_end = body_end
-    view._decoded = decoded
-    return view
-
-
-_new_view = object.__new__
+    return RawMessageView.from_sections(buf, spans, body_offset, body_end, decoded)
 
 
 def _general(buf: bytes) -> RawMessageView:
