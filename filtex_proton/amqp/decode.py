@@ -77,8 +77,15 @@ class DecodeError(ValueError):
 #: returns the value and the offset just after it.
 _Decoder = Callable[[bytes, int, int], tuple[Any, int]]
 
+_i8 = struct.Struct(">b").unpack_from
+_u16 = struct.Struct(">H").unpack_from
+_i16 = struct.Struct(">h").unpack_from
 _u32 = struct.Struct(">I").unpack_from
+_i32 = struct.Struct(">i").unpack_from
 _u64 = struct.Struct(">Q").unpack_from
+_i64 = struct.Struct(">q").unpack_from
+_f32 = struct.Struct(">f").unpack_from
+_f64 = struct.Struct(">d").unpack_from
 _u32x2 = struct.Struct(">II").unpack_from
 
 # Proton's unsigned classes run a Python-level __init__ (a sign check); decoded
@@ -94,41 +101,25 @@ check_literals({"described": 0x00, "null": 0x40, "true": 0x41, "str8": 0xA1, "sy
 
 
 # ----------------------------------------------------------------------------- scalars
+#
+# One function per encoding, each spelled out: a closure made per encoding (tried) costs
+# 5-40% more per value, and these run for every value the inline loops do not decode.
 
 
 def _bad_code(buf: bytes, pos: int, depth: int) -> NoReturn:
     raise DecodeError(f"unknown format code 0x{buf[pos - 1]:02x}", pos - 1)
 
 
-def _constant(value: Any) -> _Decoder:
-    """The decoder of a zero-width encoding (null, true, uint0 ...): always ``value``."""
-
-    def decode(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-        return value, pos
-
-    return decode
+def _null(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return None, pos
 
 
-def _number(fmt: str, kind: type | None = None) -> _Decoder:
-    """The decoder of a fixed-width number packed as ``fmt``, made a ``kind`` if given.
+def _true(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return True, pos
 
-    ``int.__new__``/``float.__new__`` build proton's classes without their Python-level
-    ``__init__`` (a range check the decoded value passes by construction).
-    """
-    unpack = struct.Struct(fmt).unpack_from
-    width = struct.calcsize(fmt)
-    if kind is None:
 
-        def plain(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-            return unpack(buf, pos)[0], pos + width
-
-        return plain
-    new = _float_new if issubclass(kind, float) else _int_new
-
-    def typed(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-        return new(kind, unpack(buf, pos)[0]), pos + width
-
-    return typed
+def _false(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return False, pos
 
 
 def _boolean(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
@@ -142,12 +133,68 @@ def _ubyte(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return _int_new(ubyte, buf[pos]), pos + 1
 
 
+def _ushort(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(ushort, _u16(buf, pos)[0]), pos + 2
+
+
+def _uint(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(uint, _u32(buf, pos)[0]), pos + 4
+
+
 def _smalluint(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return _int_new(uint, buf[pos]), pos + 1
 
 
+_UINT0: Final = _int_new(uint, 0)
+_ULONG0: Final = _int_new(ulong, 0)
+
+
+def _uint0(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _UINT0, pos
+
+
+def _ulong(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(ulong, _u64(buf, pos)[0]), pos + 8
+
+
 def _smallulong(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return _int_new(ulong, buf[pos]), pos + 1
+
+
+def _ulong0(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _ULONG0, pos
+
+
+def _byte(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(byte, _i8(buf, pos)[0]), pos + 1
+
+
+def _short(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(short, _i16(buf, pos)[0]), pos + 2
+
+
+def _int(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(int32, _i32(buf, pos)[0]), pos + 4
+
+
+def _smallint(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(int32, _i8(buf, pos)[0]), pos + 1
+
+
+def _long(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _i64(buf, pos)[0], pos + 8
+
+
+def _smalllong(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _i8(buf, pos)[0], pos + 1
+
+
+def _float(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _float_new(float32, _f32(buf, pos)[0]), pos + 4
+
+
+def _double(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _f64(buf, pos)[0], pos + 8
 
 
 def _decimal32(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
@@ -172,10 +219,14 @@ def _char(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return _str_new(char, chr(cp)), pos + 4
 
 
+def _timestamp(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    return _int_new(timestamp, _i64(buf, pos)[0]), pos + 8
+
+
 def _make_uuid_fast(raw: bytes) -> uuid.UUID:
     # UUID(bytes=...) validates its arguments at length; this sets the two slots
-    # it would set (checked against it at import, below), in half the time.
-    # (object.__new__: UUID's own __init__ is the cost being skipped.)
+    # it would set (checked against it at import, below), in half the time
+    # (object.__new__: UUID.__init__, the cost avoided, is not run).
     u = _object_new(uuid.UUID)
     _object_setattr(u, "int", _from_bytes(raw))
     _object_setattr(u, "is_safe", _UUID_UNKNOWN)
@@ -211,54 +262,62 @@ def _uuid(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
     return _make_uuid(buf[pos:end]), end
 
 
-# ----------------------------------------------------------------------------- variable width
+def _vbin8(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    end = pos + 1 + buf[pos]
+    if end > len(buf):
+        raise DecodeError("binary size beyond the buffer", pos)
+    return buf[pos + 1 : end], end
 
 
-def _size8(buf: bytes, pos: int) -> tuple[int, int]:
-    """Where the bytes after a one-byte size field at ``pos`` start, and where they end."""
-    return pos + 1, pos + 1 + buf[pos]
+def _vbin32(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    end = pos + 4 + _u32(buf, pos)[0]
+    if end > len(buf):
+        raise DecodeError("binary size beyond the buffer", pos)
+    return buf[pos + 4 : end], end
 
 
-def _size32(buf: bytes, pos: int) -> tuple[int, int]:
-    """Where the bytes after a four-byte size field at ``pos`` start, and where they end."""
-    return pos + 4, pos + 4 + _u32(buf, pos)[0]
+def _str8(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    start = pos + 1
+    end = start + buf[pos]
+    if end > len(buf):
+        raise DecodeError("string size beyond the buffer", pos)
+    try:
+        return buf[start:end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"invalid UTF-8 in string ({exc.reason})", start + exc.start) from None
 
 
-def _binary(size: Callable[[bytes, int], tuple[int, int]]) -> _Decoder:
-    def decode(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-        start, end = size(buf, pos)
-        if end > len(buf):
-            raise DecodeError("binary size beyond the buffer", pos)
-        return buf[start:end], end
-
-    return decode
-
-
-def _string(size: Callable[[bytes, int], tuple[int, int]]) -> _Decoder:
-    def decode(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-        start, end = size(buf, pos)
-        if end > len(buf):
-            raise DecodeError("string size beyond the buffer", pos)
-        try:
-            return buf[start:end].decode(), end
-        except UnicodeDecodeError as exc:
-            raise DecodeError(f"invalid UTF-8 in string ({exc.reason})",
-                              start + exc.start) from None
-
-    return decode
+def _str32(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    start = pos + 4
+    end = start + _u32(buf, pos)[0]
+    if end > len(buf):
+        raise DecodeError("string size beyond the buffer", pos)
+    try:
+        return buf[start:end].decode(), end
+    except UnicodeDecodeError as exc:
+        raise DecodeError(f"invalid UTF-8 in string ({exc.reason})", start + exc.start) from None
 
 
-def _symbol(size: Callable[[bytes, int], tuple[int, int]]) -> _Decoder:
-    def decode(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
-        start, end = size(buf, pos)
-        if end > len(buf):
-            raise DecodeError("symbol size beyond the buffer", pos)
-        try:
-            return _str_new(symbol, buf[start:end].decode("ascii")), end
-        except UnicodeDecodeError as exc:
-            raise DecodeError("non-ASCII byte in symbol", start + exc.start) from None
+def _sym8(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    start = pos + 1
+    end = start + buf[pos]
+    if end > len(buf):
+        raise DecodeError("symbol size beyond the buffer", pos)
+    try:
+        return _str_new(symbol, buf[start:end].decode("ascii")), end
+    except UnicodeDecodeError as exc:
+        raise DecodeError("non-ASCII byte in symbol", start + exc.start) from None
 
-    return decode
+
+def _sym32(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
+    start = pos + 4
+    end = start + _u32(buf, pos)[0]
+    if end > len(buf):
+        raise DecodeError("symbol size beyond the buffer", pos)
+    try:
+        return _str_new(symbol, buf[start:end].decode("ascii")), end
+    except UnicodeDecodeError as exc:
+        raise DecodeError("non-ASCII byte in symbol", start + exc.start) from None
 
 
 # ----------------------------------------------------------------------------- compounds
@@ -459,38 +518,38 @@ def _described(buf: bytes, pos: int, depth: int) -> tuple[Any, int]:
 
 #: The decoder of each encoding, by its name in the format table.
 _BY_NAME: Final[dict[str, _Decoder]] = {
-    "null": _constant(None),
+    "null": _null,
     "boolean": _boolean,
-    "true": _constant(True),
-    "false": _constant(False),
+    "true": _true,
+    "false": _false,
     "ubyte": _ubyte,
-    "ushort": _number(">H", ushort),
-    "uint": _number(">I", uint),
+    "ushort": _ushort,
+    "uint": _uint,
     "smalluint": _smalluint,
-    "uint0": _constant(_int_new(uint, 0)),
-    "ulong": _number(">Q", ulong),
+    "uint0": _uint0,
+    "ulong": _ulong,
     "smallulong": _smallulong,
-    "ulong0": _constant(_int_new(ulong, 0)),
-    "byte": _number(">b", byte),
-    "short": _number(">h", short),
-    "int": _number(">i", int32),
-    "smallint": _number(">b", int32),
-    "long": _number(">q"),
-    "smalllong": _number(">b"),
-    "float": _number(">f", float32),
-    "double": _number(">d"),
+    "ulong0": _ulong0,
+    "byte": _byte,
+    "short": _short,
+    "int": _int,
+    "smallint": _smallint,
+    "long": _long,
+    "smalllong": _smalllong,
+    "float": _float,
+    "double": _double,
     "decimal32": _decimal32,
     "decimal64": _decimal64,
     "decimal128": _decimal128,
     "char": _char,
-    "timestamp": _number(">q", timestamp),
+    "timestamp": _timestamp,
     "uuid": _uuid,
-    "vbin8": _binary(_size8),
-    "vbin32": _binary(_size32),
-    "str8": _string(_size8),
-    "str32": _string(_size32),
-    "sym8": _symbol(_size8),
-    "sym32": _symbol(_size32),
+    "vbin8": _vbin8,
+    "vbin32": _vbin32,
+    "str8": _str8,
+    "str32": _str32,
+    "sym8": _sym8,
+    "sym32": _sym32,
     "list0": _list0,
     "list8": _list8,
     "list32": _list32,
