@@ -462,6 +462,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
     buf = data if type(data) is bytes else bytes(data)
     n = len(buf)
     spans: list[tuple[int, int, int, int]] = []
+    append = spans.append
     decoded: dict[str, Mapping[Any, Any] | None] = {}
     fast = _FAST
     pos = 0
@@ -472,10 +473,10 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
             if buf[pos] or buf[pos + 1] != 0x53:
                 return _general(buf)  # not a section, or a descriptor other than smallulong
             code = buf[pos + 2]
-            step = fast[code]
-            if step[0] <= last:
+            rank, after, read, holds = fast[code]
+            if rank <= last:
                 return _general(buf)  # not a section's code, out of order or repeated
-            _, last, read, holds = step
+            last = after
             value = pos + 3
             if read is None:  # a body section
                 end = value_end(buf, value)
@@ -488,7 +489,7 @@ def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
                 end = read(buf, value, n, decoded)
                 if end < 0:
                     return _general(buf)
-            spans.append((code, pos, value, end))
+            append((code, pos, value, end))
             pos = end
     except InvalidMessageError:
         raise  # from _general, called above
