@@ -295,7 +295,7 @@ def decode_at(buf: bytes, offset: int) -> tuple[Any, int]:
 
 
 # Inline decoding of the commonest encodings, like the element loops: split into calls, the
-# door check's loop measured +16-22% on a small message (one call per section, same.py).
+# door check's loop measured +16-22% on a small message (one call per section, bench/bench_amqp.py).
 def decode_fields(buf: bytes, offset: int, names: tuple[str, ...]) -> dict[str, Any]:  # noqa: PLR0912
     """The list at ``offset`` (a composite type's fields) as ``{name: value}``.
 

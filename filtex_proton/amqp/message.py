@@ -178,7 +178,7 @@ def _check(checks: _Checks, key: str, buf: bytes, value: int, end: int) -> Mappi
 
 
 # One function for speed: value_end called per section costs the scan-only view 10-25%
-# (same.py, in-process against the inline code).
+# (bench/bench_amqp.py --before a tree with the inline code).
 def _scan(buf: bytes, checks: _Checks | None = None,  # noqa: PLR0912, PLR0915
           decoded: dict[str, Mapping[Any, Any] | None] | None = None,
           ) -> tuple[list[_Raw], dict[str, int], int, int]:
@@ -217,7 +217,7 @@ def _scan(buf: bytes, checks: _Checks | None = None,  # noqa: PLR0912, PLR0915
             c = buf[value]
             if allowed is not None and c not in allowed:
                 raise DecodeError(f"section 0x{code:x} cannot hold format code 0x{c:02x}", value)
-            # value_end, inlined: a call per section costs the scan-only view 10-25% (same.py)
+            # value_end, inlined: a call per section costs the scan-only view 10-25% (bench_amqp.py)
             width = widths[c]
             if width == -1:
                 end = value + 2 + buf[value + 1]

@@ -300,7 +300,7 @@ def _fast_fields(key: str, names: tuple[str, ...], allowed: tuple[frozenset[int]
     known = len(names)
 
     # Inline decoding: the fast path's cost is its calls (one per section measured +16-22%
-    # on a small message, same.py), so none per field.
+    # on a small message, bench/bench_amqp.py), so none per field.
     def read(buf: bytes, value: int, n: int,  # noqa: PLR0912
              decoded: dict[str, Mapping[Any, Any] | None]) -> int:
         c = buf[value]
@@ -363,7 +363,7 @@ def _fast_map(name: str, keys: frozenset[int]) -> _Reader:
     symbols = 0xA3 in keys
 
     # Inline decoding: the fast path's cost is its calls (one per section measured +16-22%
-    # on a small message, same.py), so none per field.
+    # on a small message, bench/bench_amqp.py), so none per field.
     def read(buf: bytes, value: int, n: int,  # noqa: PLR0912
              decoded: dict[str, Mapping[Any, Any] | None]) -> int:
         code = buf[value]
@@ -454,7 +454,7 @@ del _kind
 
 
 # Bound once, called with every argument: CPython 3.11 specialises neither a classmethod
-# looked up per call nor a call that leaves a default (about 30 ns a message, var2.py).
+# looked up per call nor a call that leaves a default (about 30 ns a message).
 _view = RawMessageView.from_sections
 
 
