@@ -26,7 +26,7 @@ from typing import Any
 
 from proton import Data, Described, symbol, uint
 
-from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 from filtex_proton.errors import FilterError

@@ -29,7 +29,7 @@ from typing import Any, Final, cast
 
 from proton import Condition, Connection, Data, Endpoint, Handler, Link, Terminus, symbol, ulong
 
-from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.validate import InvalidMessageError, validate_message, validate_view
 from filtex_proton.errors import FilterError

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 
 from proton import Described, symbol
 
-from filtex_proton.amqp.codec import DecodeError, decode_value
+from filtex_proton.amqp import DecodeError, decode_value
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.view import Section
 from filtex_proton.errors import FilterError

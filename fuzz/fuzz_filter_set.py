@@ -32,7 +32,7 @@ with fuzz_common.instrumented():
     import fuzz_views
     from proton import Data, symbol
 
-    from filtex_proton.amqp.codec import DecodeError, decode_value
+    from filtex_proton.amqp import DecodeError, decode_value
     from filtex_proton.errors import GENERIC_LIMIT_TEXT, FilterError
     from filtex_proton.filters.base import EvaluationContext
     from filtex_proton.filters.wire import write_data

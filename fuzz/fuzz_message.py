@@ -33,7 +33,7 @@ with fuzz_common.instrumented():
     import fuzz_views
     from proton import Described, symbol
 
-    from filtex_proton.amqp.codec import DecodeError, decode_value, skip_value
+    from filtex_proton.amqp import DecodeError, decode_value, skip_value
     from filtex_proton.amqp.message import RawMessageView, scan_sections
     from filtex_proton.amqp.validate import InvalidMessageError, validate_message
     from filtex_proton.amqp.view import Section

@@ -31,7 +31,7 @@ from proton import (
     ushort,
 )
 
-from filtex_proton.amqp.codec import DecodeError, encode_value
+from filtex_proton.amqp import DecodeError, encode_value
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import DictMessageView, MessageView, Section
 from filtex_proton.filters.wire import UNDESCRIBED_ANY

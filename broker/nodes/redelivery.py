@@ -28,7 +28,7 @@ def bump_delivery_count(data: bytes) -> bytes:
     """The message with delivery-count one higher (and first-acquirer, if true, now false).
 
     A message without a header gains one holding only the delivery-count.
-    Raises :class:`~filtex_proton.amqp.codec.DecodeError` on bytes that are not
+    Raises :class:`~filtex_proton.amqp.DecodeError` on bytes that are not
     a message (the broker never stores such bytes).
     """
     spans = scan_sections(data)

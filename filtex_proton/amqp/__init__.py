@@ -8,7 +8,8 @@ rewrite or inspect messages: a redelivery's header, a relay's annotations, the S
 the modules behind them are the library's own and may change.
 """
 
-from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value, skip_value
+from filtex_proton.amqp.decode import DecodeError, decode_value, skip_value
+from filtex_proton.amqp.encode import encode_value
 from filtex_proton.amqp.message import (
     MESSAGE_ANNOTATIONS,
     RawMessageView,

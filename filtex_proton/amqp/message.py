@@ -12,27 +12,25 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final, Literal, NamedTuple
 
 from proton import symbol, timestamp, ubyte, uint, ulong
 
-from filtex_proton.amqp.codec import (
-    WIDTHS,
-    DecodeError,
-    decode_at,
-    decode_fields,
-    encode_value,
-    skip_value,
-)
+from filtex_proton.amqp.decode import DecodeError, decode_at, decode_fields, skip_value
+from filtex_proton.amqp.encode import encode_value
+from filtex_proton.amqp.formats import CODE, CODES_OF, WIDTHS
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 from filtex_proton.amqp.view import MISSING, Section
 
 __all__ = [
     "LAYOUT",
     "NO_BODY",
+    "SECTIONS",
     "InvalidMessageError",
     "RawMessageView",
+    "SectionKind",
     "SectionSpan",
     "encode_message",
     "scan_sections",
@@ -49,44 +47,53 @@ AMQP_SEQUENCE: Final = 0x76
 AMQP_VALUE: Final = 0x77
 FOOTER: Final = 0x78
 
-_SYMBOLIC: Final[dict[bytes, int]] = {
-    b"amqp:header:list": HEADER,
-    b"amqp:delivery-annotations:map": DELIVERY_ANNOTATIONS,
-    b"amqp:message-annotations:map": MESSAGE_ANNOTATIONS,
-    b"amqp:properties:list": PROPERTIES,
-    b"amqp:application-properties:map": APPLICATION_PROPERTIES,
-    b"amqp:data:binary": DATA,
-    b"amqp:amqp-sequence:list": AMQP_SEQUENCE,
-    b"amqp:amqp-value:*": AMQP_VALUE,
-    b"amqp:footer:map": FOOTER,
-}
+@dataclass(frozen=True, slots=True)
+class SectionKind:
+    """One kind of message section (§3.2): its descriptor, its place, what its value may be."""
 
-_NULL = frozenset({0x40})
-_LISTS = frozenset({0x45, 0xC0, 0xD0})
-_MAPS = frozenset({0xC1, 0xD1})
-_EMPTY = frozenset({0x45, 0x40})
+    code: int
+    """The numeric descriptor (0x70 ... 0x78)."""
+    symbolic: bytes
+    """The symbolic descriptor."""
+    rank: int
+    """Its place in §3.2's order; the body sections share one, and only they may repeat."""
+    section: Section | None
+    """The view's section; None for a body section."""
+    holds: frozenset[int] | None
+    """The format codes its value may start with (None: any); null stands for empty."""
 
-#: Per section code: its rank; the view's Section (None: body) and its key in
-#: the view (``Section._value_``); the format codes its value may start with
-#: (None: any; null is tolerated as "empty").
-_SPEC: Final[dict[int, tuple[int, Section | None, str | None, frozenset[int] | None]]] = {
-    HEADER: (0, Section.HEADER, "header", _LISTS | _NULL),
-    DELIVERY_ANNOTATIONS: (1, Section.DELIVERY_ANNOTATIONS, "delivery-annotations", _MAPS | _NULL),
-    MESSAGE_ANNOTATIONS: (2, Section.MESSAGE_ANNOTATIONS, "message-annotations", _MAPS | _NULL),
-    PROPERTIES: (3, Section.PROPERTIES, "properties", _LISTS | _NULL),
-    APPLICATION_PROPERTIES: (
-        4,
-        Section.APPLICATION_PROPERTIES,
-        "application-properties",
-        _MAPS | _NULL,
-    ),
-    DATA: (5, None, None, frozenset({0xA0, 0xB0})),
-    AMQP_SEQUENCE: (5, None, None, _LISTS),
-    AMQP_VALUE: (5, None, None, None),
-    FOOTER: (6, Section.FOOTER, "footer", _MAPS | _NULL),
-}
-assert all(s is None or s._value_ == k for _, s, k, _ in _SPEC.values())
+    @property
+    def key(self) -> str | None:
+        """The view's key of the section (``Section._value_``); None for a body section."""
+        return None if self.section is None else self.section._value_
+
+
+_LISTS: Final = CODES_OF["list"]
+_MAPS_OR_NULL: Final = CODES_OF["map"] | CODES_OF["null"]
+_EMPTY: Final = frozenset({CODE["list0"], CODE["null"]})
+
+#: The message sections, in the order §3.2 gives them.
+SECTIONS: Final[tuple[SectionKind, ...]] = (
+    SectionKind(HEADER, b"amqp:header:list", 0, Section.HEADER, _LISTS | CODES_OF["null"]),
+    SectionKind(DELIVERY_ANNOTATIONS, b"amqp:delivery-annotations:map", 1,
+                Section.DELIVERY_ANNOTATIONS, _MAPS_OR_NULL),
+    SectionKind(MESSAGE_ANNOTATIONS, b"amqp:message-annotations:map", 2,
+                Section.MESSAGE_ANNOTATIONS, _MAPS_OR_NULL),
+    SectionKind(PROPERTIES, b"amqp:properties:list", 3, Section.PROPERTIES,
+                _LISTS | CODES_OF["null"]),
+    SectionKind(APPLICATION_PROPERTIES, b"amqp:application-properties:map", 4,
+                Section.APPLICATION_PROPERTIES, _MAPS_OR_NULL),
+    SectionKind(DATA, b"amqp:data:binary", 5, None, CODES_OF["binary"]),
+    SectionKind(AMQP_SEQUENCE, b"amqp:amqp-sequence:list", 5, None, _LISTS),
+    SectionKind(AMQP_VALUE, b"amqp:amqp-value:*", 5, None, None),
+    SectionKind(FOOTER, b"amqp:footer:map", 6, Section.FOOTER, _MAPS_OR_NULL),
+)
 _BODY_RANK: Final = 5
+_SYMBOLIC: Final[dict[bytes, int]] = {kind.symbolic: kind.code for kind in SECTIONS}
+#: The scan's view of :data:`SECTIONS`, per code: rank, Section, key, what its value may be.
+_SPEC: Final[dict[int, tuple[int, Section | None, str | None, frozenset[int] | None]]] = {
+    kind.code: (kind.rank, kind.section, kind.key, kind.holds) for kind in SECTIONS
+}
 
 _u32 = struct.Struct(">I").unpack_from
 _u64 = struct.Struct(">Q").unpack_from
@@ -157,7 +164,22 @@ _Raw = tuple[int, int, int, int]
 _Checks = Mapping[str, Callable[[bytes, int], Mapping[Any, Any]]]
 
 
-def _scan(buf: bytes, checks: _Checks | None = None,
+def _check(checks: _Checks, key: str, buf: bytes, value: int, end: int) -> Mapping[Any, Any]:
+    """The entries of the section ``key`` at ``value`` as ``checks`` decode and check them;
+    raises :class:`InvalidMessageError` naming the section."""
+    if buf[value] in _EMPTY:  # list0 or null: an empty section, nothing to check
+        return {}
+    try:
+        return checks[key](buf, value)
+    except DecodeError as exc:
+        raise InvalidMessageError(key, exc.reason, exc.offset) from None
+    except (struct.error, IndexError):
+        raise InvalidMessageError(key, "truncated data", end) from None
+
+
+# One function for speed: value_end called per section costs the scan-only view 10-25%
+# (bench/bench_amqp.py --before a tree with the inline code).
+def _scan(buf: bytes, checks: _Checks | None = None,  # noqa: PLR0912, PLR0915
           decoded: dict[str, Mapping[Any, Any] | None] | None = None,
           ) -> tuple[list[_Raw], dict[str, int], int, int]:
     """Each section's (code, start, value, end); the view's key -> value offset;
@@ -174,8 +196,8 @@ def _scan(buf: bytes, checks: _Checks | None = None,
     spans: list[_Raw] = []
     offsets: dict[str, int] = {}
     body_offset = body_end = -1
-    widths = WIDTHS
     spec_of = _SPEC
+    widths = WIDTHS
     try:
         while pos < n:
             if buf[pos] != 0x00:
@@ -195,6 +217,7 @@ def _scan(buf: bytes, checks: _Checks | None = None,
             c = buf[value]
             if allowed is not None and c not in allowed:
                 raise DecodeError(f"section 0x{code:x} cannot hold format code 0x{c:02x}", value)
+            # value_end, inlined: a call per section costs the scan-only view 10-25% (bench_amqp.py)
             width = widths[c]
             if width == -1:
                 end = value + 2 + buf[value + 1]
@@ -210,15 +233,7 @@ def _scan(buf: bytes, checks: _Checks | None = None,
             if key is not None:
                 offsets[key] = value
                 if checks is not None:
-                    if c in _EMPTY:  # list0 or null: an empty section, nothing to check
-                        decoded[key] = {}  # type: ignore[index]
-                    else:
-                        try:
-                            decoded[key] = checks[key](buf, value)  # type: ignore[index]
-                        except DecodeError as exc:
-                            raise InvalidMessageError(key, exc.reason, exc.offset) from None
-                        except (struct.error, IndexError):
-                            raise InvalidMessageError(key, "truncated data", end) from None
+                    decoded[key] = _check(checks, key, buf, value, end)  # type: ignore[index]
             else:
                 if body_offset < 0:
                     body_offset = pos
@@ -251,6 +266,7 @@ _FIELD_NAMES: Final[dict[str, tuple[str, ...]]] = {
     "header": _HEADER_NAMES,
     "properties": _PROPERTIES_NAMES,
 }
+_new_object = object.__new__
 #: Marks a section not decoded yet (compared by identity; any Mapping would do).
 _UNLOADED: Final[Mapping[Any, Any]] = MappingProxyType({})
 
@@ -286,15 +302,33 @@ class RawMessageView:
         self._decoded: dict[str, Mapping[Any, Any] | None] = {}
 
     @classmethod
+    def from_sections(cls, data: bytes, spans: list[_Raw], body_offset: int, body_end: int,
+                      decoded: dict[str, Mapping[Any, Any] | None],
+                      offsets: dict[str, int] | None = None) -> RawMessageView:
+        """A view of sections found already, without scanning again.
+
+        ``spans``: each section's (code, start, value, end), as :attr:`spans` has them;
+        ``decoded``: the sections decoded so far, by view key (``Section._value_``), kept
+        as the cache; ``offsets``: each section's value offset by view key, or None when
+        ``decoded`` holds every section there is (a section not in it is absent). For a
+        scan done elsewhere, such as the door check's; nothing here checks the bytes.
+        """
+        self = _new_object(cls)  # __init__ would scan the bytes again
+        self.data = data
+        self._raw = spans
+        self._offsets = offsets
+        self.body_offset = body_offset
+        self.body_end = body_end
+        self._decoded = decoded
+        return self
+
+    @classmethod
     def _checked(cls, buf: bytes, checks: _Checks) -> RawMessageView:
         """A view whose sections were decoded and checked by ``checks`` during the scan
         (one pass: :func:`filtex_proton.amqp.validate.validate_message`)."""
-        self = cls.__new__(cls)
-        self.data = buf
         decoded: dict[str, Mapping[Any, Any] | None] = {}
-        self._decoded = decoded
-        self._raw, self._offsets, self.body_offset, self.body_end = _scan(buf, checks, decoded)
-        return self
+        spans, offsets, body_offset, body_end = _scan(buf, checks, decoded)
+        return cls.from_sections(buf, spans, body_offset, body_end, decoded, offsets)
 
     # Sections are looked up by their value string (``Section._value_``, a
     # documented enum attribute): Enum.__hash__ is Python code, a str's hash is
@@ -408,6 +442,27 @@ def _section(code: int, value: Any) -> bytes:
     return bytes((0x00, 0x53, code)) + encode_value(value)
 
 
+def _body_sections(body: Any, kind: str) -> list[bytes]:
+    """The body sections of ``encode_message``: one amqp-value, data sections or
+    amqp-sequence sections."""
+    if kind == "value":
+        return [_section(AMQP_VALUE, body)]
+    if kind == "data":
+        chunks: Sequence[Any] = (
+            [body] if isinstance(body, bytes | bytearray | memoryview) else list(body))
+        for chunk in chunks:
+            if not isinstance(chunk, bytes | bytearray | memoryview):
+                raise TypeError(f"a data section holds binary, not {type(chunk).__name__}")
+        return [_section(DATA, bytes(chunk)) for chunk in chunks]
+    if kind == "sequence":
+        sequences = list(body)
+        for items in sequences:
+            if not isinstance(items, list | tuple):
+                raise TypeError(f"an amqp-sequence holds a list, not {type(items).__name__}")
+        return [_section(AMQP_SEQUENCE, list(items)) for items in sequences]
+    raise ValueError(f"unknown body kind {kind!r}")
+
+
 def encode_message(
     *,
     header: Mapping[str, Any] | None = None,
@@ -444,23 +499,7 @@ def encode_message(
     if application_properties is not None:
         parts.append(_section(APPLICATION_PROPERTIES, dict(application_properties)))
     if body is not NO_BODY:
-        if body_kind == "value":
-            parts.append(_section(AMQP_VALUE, body))
-        elif body_kind == "data":
-            chunks: Sequence[Any] = (
-                [body] if isinstance(body, bytes | bytearray | memoryview) else body
-            )
-            for chunk in chunks:
-                if not isinstance(chunk, bytes | bytearray | memoryview):
-                    raise TypeError(f"a data section holds binary, not {type(chunk).__name__}")
-                parts.append(_section(DATA, bytes(chunk)))
-        elif body_kind == "sequence":
-            for items in body:
-                if not isinstance(items, list | tuple):
-                    raise TypeError(f"an amqp-sequence holds a list, not {type(items).__name__}")
-                parts.append(_section(AMQP_SEQUENCE, list(items)))
-        else:
-            raise ValueError(f"unknown body kind {body_kind!r}")
+        parts.extend(_body_sections(body, body_kind))
     if footer is not None:
         parts.append(_section(FOOTER, _symbol_keys(footer)))
     return b"".join(parts)

@@ -15,7 +15,7 @@ from typing import Any, Final
 import pyarrow as pa
 
 from filtex_proton.amqp.bid import as_decimal
-from filtex_proton.amqp.codec import DecodeError, decode_at, skip_value
+from filtex_proton.amqp.decode import DecodeError, decode_at, skip_value
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS, Kind, amqp_type_name, kind_of
 from filtex_proton.amqp.view import Section
@@ -133,7 +133,7 @@ def typed_value(value: Any, encoded: bytes | None = None) -> tuple[dict[str, Any
                 return row, False
             row["long"] = millis
     else:  # a compound given without its encoding
-        from filtex_proton.amqp.codec import encode_value
+        from filtex_proton.amqp import encode_value
 
         row["binary"] = encode_value(value)
         complete = kind is not Kind.DESCRIBED
@@ -166,7 +166,7 @@ def typed_key(key: Any, encoded: bytes | None = None) -> str:
     elif kind is Kind.NULL:
         text = ""
     else:
-        from filtex_proton.amqp.codec import encode_value
+        from filtex_proton.amqp import encode_value
 
         text = encode_value(key).hex()
     return f"{name}:{text}"

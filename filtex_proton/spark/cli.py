@@ -225,7 +225,7 @@ def _matches(spark: SparkSession, args: argparse.Namespace, planned: Plan) -> Da
 
 def _shown(row: Any) -> str:
     """One match as a line of typed JSON: where and when, and what filters can read."""
-    from filtex_proton.amqp.codec import DecodeError
+    from filtex_proton.amqp import DecodeError
     from filtex_proton.amqp.message import RawMessageView
     from filtex_proton.amqp.view import Section
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pyarrow as pa
 from proton import Described, symbol
 
-from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value
+from filtex_proton.amqp import DecodeError, decode_value, encode_value
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.filterset import FilterSet, decode_filter_set
 from filtex_proton.limits import Limits

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from proton import Described, symbol, uint
 
-from filtex_proton.amqp.codec import MAX_DEPTH, DecodeError, decode_value, skip_value
+from filtex_proton.amqp.decode import MAX_DEPTH, DecodeError, decode_value, skip_value
 from filtex_proton.amqp.message import RawMessageView, encode_message, scan_sections
 from filtex_proton.amqp.validate import InvalidMessageError, validate_message
 from filtex_proton.amqp.view import Section

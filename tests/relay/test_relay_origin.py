@@ -6,7 +6,7 @@ import pytest
 from proton import Message, byte, symbol
 
 from broker.relay.origin import ORIGIN_KEY, OriginStamp
-from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 
 

@@ -24,7 +24,7 @@ from proton.utils import BlockingConnection
 
 from broker.security.sasl import SASL_HEADER, frame
 from broker.security.users import hash_password
-from filtex_proton.amqp.codec import decode_value
+from filtex_proton.amqp import decode_value
 
 from ..broker_clients import BrokerFactory, message, send
 

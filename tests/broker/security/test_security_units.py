@@ -23,7 +23,7 @@ from broker.security.sasl import AMQP_HEADER, SASL_HEADER, Outcome, SaslServer, 
 from broker.security.tls import TlsSettings, TlsSocket, server_context
 from broker.security.users import UsersError, hash_password, load_users, verify_password
 from broker.security.users_cli import main as users_main
-from filtex_proton.amqp.codec import decode_value, encode_value
+from filtex_proton.amqp import decode_value, encode_value
 
 from ..certs import Certs, make_certs
 

@@ -22,7 +22,7 @@ from broker.security.permissions import Action, Grants, Principal
 from broker.security.sasl import SASL_HEADER, Outcome, SaslServer, State, frame
 from broker.security.users import hash_password, load_users
 from broker.security.verifier import Limits, PasswordVerifier
-from filtex_proton.amqp.codec import decode_value
+from filtex_proton.amqp import decode_value
 from filtex_proton.plugin import FilterMessage
 
 CHEAP = hash_password("right", n=16)  # a real scrypt hash, cheap enough for many checks

@@ -34,7 +34,7 @@ from filtex_proton.amqp.bid import (
     encode_decimal64,
     encode_decimal128,
 )
-from filtex_proton.amqp.codec import UNDESCRIBED
+from filtex_proton.amqp.decode import UNDESCRIBED
 
 # --------------------------------------------------------------------------- strategies
 

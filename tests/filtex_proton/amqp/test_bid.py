@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from proton import Data, decimal32, decimal64, decimal128
 
+from filtex_proton.amqp import decode_value, encode_value
 from filtex_proton.amqp.bid import (
     as_decimal,
     decode_decimal32,
@@ -18,7 +19,6 @@ from filtex_proton.amqp.bid import (
     encode_decimal64,
     encode_decimal128,
 )
-from filtex_proton.amqp.codec import decode_value, encode_value
 
 # (bits, precision, exponent bits, bias, min exponent, max exponent) per width
 FORMATS = {

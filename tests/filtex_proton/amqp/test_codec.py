@@ -30,15 +30,15 @@ from proton import (
     ushort,
 )
 
-from filtex_proton.amqp.codec import (
+from filtex_proton.amqp.decode import (
     MAX_DEPTH,
     UNDESCRIBED,
     DecodeError,
     decode_fields,
     decode_value,
-    encode_value,
     skip_value,
 )
+from filtex_proton.amqp.encode import encode_value
 
 from .filtex_amqp_strategies import proton_decode, proton_encode, same
 

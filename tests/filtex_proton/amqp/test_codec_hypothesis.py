@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from filtex_proton.amqp.codec import DecodeError, decode_value, encode_value, skip_value
+from filtex_proton.amqp import DecodeError, decode_value, encode_value, skip_value
 
 from .filtex_amqp_strategies import (
     VALUES,

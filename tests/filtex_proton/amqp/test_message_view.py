@@ -34,7 +34,8 @@ from proton import (
 )
 
 from filtex_proton.amqp.bid import encode_decimal128
-from filtex_proton.amqp.codec import UNDESCRIBED, DecodeError, encode_value
+from filtex_proton.amqp.decode import UNDESCRIBED, DecodeError
+from filtex_proton.amqp.encode import encode_value
 from filtex_proton.amqp.message import (
     NO_BODY,
     RawMessageView,

@@ -9,7 +9,7 @@ import uuid
 import pytest
 from proton import Array, Data, Described, char, int32, symbol, timestamp, ubyte, uint, ulong
 
-from filtex_proton.amqp.codec import DecodeError, encode_value
+from filtex_proton.amqp import DecodeError, encode_value
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.validate import (
     LAYOUT,

@@ -17,7 +17,7 @@ import pytest
 from proton import Array, Data, Described, char, int32, symbol, timestamp, ubyte, uint, ulong
 
 from filtex_proton.amqp import validate
-from filtex_proton.amqp.codec import UNDESCRIBED, DecodeError
+from filtex_proton.amqp.decode import UNDESCRIBED, DecodeError
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.validate import _CHECKS, validate_message
 from tests.filtex_proton.amqp.test_validate import GOOD, REFUSED

@@ -39,8 +39,8 @@ from proton import (  # noqa: E402
     ushort,
 )
 
+from filtex_proton.amqp import decode_value  # noqa: E402
 from filtex_proton.amqp.bid import encode_decimal32, encode_decimal64  # noqa: E402
-from filtex_proton.amqp.codec import decode_value  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.archive import (  # noqa: E402
     ARCHIVE_SCHEMA,

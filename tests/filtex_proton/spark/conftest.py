@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from filtex_proton.amqp.codec import DecodeError
+from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.filterset import FilterSet, decode_filter_set
 

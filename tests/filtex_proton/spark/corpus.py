@@ -36,8 +36,8 @@ from proton import (
     ushort,
 )
 
+from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.bid import encode_decimal32, encode_decimal64
-from filtex_proton.amqp.codec import DecodeError
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 from filtex_proton.errors import FilterError
