@@ -87,3 +87,21 @@ def test_no_module_imports_another_modules_private_names() -> None:
         path.stem for path in files if path.parent.name in ("bench", "examples")}
     violations = [line for path in files for line in _private_imports(path, ours)]
     assert violations == [], "\n".join(violations)
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in helper modules (``*_clients.py``, ``*_support.py``, cases):
+    importing a test module would also collect, and couple, its tests."""
+    offenders = []
+    for path in TESTS.rglob("test_*.py"):
+        if "node_modules" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or "", *(alias.name for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            if any(part.startswith("test_") for name in names for part in name.split(".")):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == [], offenders

@@ -23,7 +23,7 @@ from filtex_proton.pushdown import Pushdown, is_jms_identifier, pushdown
 from filtex_proton.sql import AMQP_SQL, ast
 from filtex_proton.sql.printer import to_sql
 
-from .sql.test_properties import headers, printable, texts, values
+from .sql.strategies import headers, printable, texts, values
 
 SELECTOR = "apache.org:selector-filter:string"
 

@@ -20,7 +20,7 @@ from filtex_proton.amqp import validate
 from filtex_proton.amqp.decode import UNDESCRIBED, DecodeError
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.validate import _CHECKS, validate_message
-from tests.filtex_proton.amqp.test_validate import GOOD, REFUSED
+from tests.filtex_proton.amqp.door_cases import GOOD, REFUSED
 
 
 def typed(value: Any) -> Any:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -22,36 +21,23 @@ from proton import Delivery
 from filtex_proton.filterset import decode_filter_set
 from filtex_proton.spark.cli import main
 
+from .cli_support import FILTER, expected_bytes, run
 from .conftest import Corpus, engine_matches, spark_unavailable
 from .sink import Sink, fetch_raw, free_port, run_sink, stop_sink
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-FILTER = "p.subject LIKE 'order%' AND h.priority >= 4"
 FILTER_SET = {
     "urgent": {"descriptor": "amqp:header-filter", "value": {"priority": {"ubyte": 9}}},
     "orders": {"descriptor": 288, "value": "p.subject LIKE 'order%'"},
 }
 
 
-def run(argv: list[str], stdin: str = "") -> tuple[int, str]:
-    out = io.StringIO()
-    status = main(argv, stdin=io.StringIO(stdin), stdout=out)
-    return status, out.getvalue()
-
-
 def engine_count(corpus: Corpus, described: Any, addresses: set[int] | None = None) -> int:
     filter_set = decode_filter_set(described)
     return sum(engine_matches(filter_set, data) for i, data in enumerate(corpus.data)
                if addresses is None or i % 4 in addresses)
-
-
-def expected_bytes(corpus: Corpus, text: str) -> list[bytes]:
-    from filtex_proton.spark import as_filter_set
-
-    filter_set = as_filter_set(text)
-    return [data for data in corpus.data if engine_matches(filter_set, data)]
 
 
 @pytest.mark.parametrize("path", ["auto", "udf", "column"])

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .cli_support import FILTER, expected_bytes
 from .conftest import Corpus, spark_unavailable
 from .listening import beyond_loopback, descendants, listening
-from .test_spark_cli import FILTER, expected_bytes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

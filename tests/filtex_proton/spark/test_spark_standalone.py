@@ -1,13 +1,13 @@
 """``filtex-spark`` against a real standalone Spark cluster on loopback, compared with local mode.
 
 The cluster is pyspark's own master and worker classes (``bin/spark-class``), one master and one
-worker on 127.0.0.1, started for this module and stopped after it, every wait bounded. Each
-command on the cluster runs as a fresh ``filtex-spark`` process, as a user would run it:
-``select --count`` on the Column path and ``replay`` on the UDF path (whose Python workers run in
-the executor the worker starts), each compared with the same command in local mode (run in this
+worker on 127.0.0.1, started for this module and stopped after it, every wait bounded. The
+command on the cluster runs as a fresh ``filtex-spark`` process, as a user would run it, and is
+compared with the same command in local mode (run in this
 process, on the test session) and with the engine. Each command on the cluster costs a driver
-and an executor JVM (about 40 s here): the two commands and the two paths are each run once
-rather than in every combination, which ``test_spark_cli`` covers in local mode.
+and an executor JVM (about 40 s here), so one command runs there: ``replay`` on the UDF path,
+where the cluster matters most (our engine in the executor's Python workers, the matches
+streamed back to the driver); every command and path runs in local mode in ``test_spark_cli``.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from .cli_support import FILTER, expected_bytes, run
 from .conftest import Corpus, spark_unavailable
 from .sink import Sink, free_port, run_sink, stop_sink
-from .test_spark_cli import FILTER, expected_bytes, run
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -135,16 +135,6 @@ def in_local_mode(*argv: str) -> str:
     status, out = run(list(argv))
     assert status == 0, out
     return out
-
-
-def test_select_count_on_the_column_path_of_the_cluster_equals_local_mode(
-        spark: SparkSession, cluster: Cluster, corpus: Corpus) -> None:
-    """The Column path: the filter translated to Spark SQL, evaluated by the executor's JVM."""
-    argv = ("select", "--archive", str(corpus.directory), "--filter", FILTER, "--count",
-            "--path", "column")
-    counts = [on_the_cluster(cluster, *argv).splitlines()[-1],
-              in_local_mode(*argv).splitlines()[-1]]
-    assert counts[0] == counts[1] == str(len(expected_bytes(corpus, FILTER)))
 
 
 def test_replay_on_the_udf_path_of_the_cluster_equals_local_mode(
