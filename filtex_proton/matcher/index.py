@@ -431,10 +431,13 @@ class NodeMatcher(Generic[K]):
                 stats.matches += 1
                 matched.append(registration.key)
             else:
-                answer = verdict(link_filter, message)
-                if answer is Verdict.MATCHED:
+                # verdict(), inlined: a call per set made residue sets (every set evaluated)
+                # 15-20% slower (bench_matcher --quick, docs/PERFORMANCE.md)
+                stats = link_filter.filter_set.stats
+                before = stats.budget_exceeded
+                if link_filter.matches(message):
                     matched.append(registration.key)
-                elif answer is Verdict.OVER_BUDGET:
+                elif stats.budget_exceeded != before:
                     over.append(registration.key)
         return NodeMatch(tuple(matched), tuple(over), len(found))
 
