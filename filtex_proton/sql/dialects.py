@@ -8,6 +8,7 @@ cannot compare are treated.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -99,7 +100,8 @@ def _jms_value(value: Any) -> Any:
     """AMQP values as the JMS types of apache-filters §2.2's mapping table."""
     kind = kind_of(value)
     if kind is Kind.DECIMAL:
-        return float(as_decimal(value))
+        exact = as_decimal(value)
+        return math.nan if exact.is_nan() else float(exact)  # float() refuses a signaling NaN
     if kind is Kind.TIMESTAMP:
         return int(value)
     if kind is Kind.SYMBOL:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from proton import symbol, ubyte
+from proton import Described, symbol, ubyte
 
 from filtex_proton.amqp.view import DictMessageView
 from filtex_proton.errors import FilterError
@@ -89,3 +89,19 @@ def test_normalised_sql_is_printed_back_by_the_engine() -> None:
     again = decode_filter(described(SQL, normalised.value))
     assert again.evaluate(VIEW, EvaluationContext()) is True
     assert built.described().value == "color='red'   and   h.priority>4"  # echo is verbatim
+
+
+def test_a_signaling_nan_decimal_is_nan_to_a_jms_selector_not_an_error() -> None:
+    """apache-filters §2.2 maps decimals to JMS doubles; a signaling NaN is NaN there (Python's
+    float() refuses one), so it equals nothing and no evaluation error is counted."""
+    from decimal import Decimal
+
+    from filtex_proton.amqp.view import DictMessageView
+    from filtex_proton.filters.base import EvaluationContext
+    from filtex_proton.filterset import decode_filter_set
+
+    filter_set = decode_filter_set({symbol("f"): Described(
+        symbol("apache.org:selector-filter:string"), "a = 1")})
+    view = DictMessageView(application_properties={"a": Decimal("sNaN")})
+    assert filter_set.evaluate(view, EvaluationContext()).result is False
+    assert filter_set.stats.errors == 0
