@@ -20,8 +20,8 @@ from filtex_proton.filters.matching import (
     Matcher,
     Reference,
     check_entry_limit,
-    compile_reference,
     read_reference,
+    reference_matcher,
 )
 from filtex_proton.filters.wire import TEXT_KINDS, summarise
 
@@ -198,10 +198,10 @@ def decode_headers(value: Any, ctx: DecodeContext) -> HeadersBinding:
                 f"value of {summarise(key)} is a {amqp_type_name(reference)}; "
                 f"{ctx.type_name} values are simple types only"
             )
-        matcher = None if reference is None else compile_reference(reference, modifiers=False)
-        entries.append((str(key), matcher))
-        references.append((str(key), None if reference is None
-                           else read_reference(reference, modifiers=False)))
+        typed = None if reference is None else read_reference(reference, modifiers=False)
+        entries.append((str(key), None if typed is None
+                        else reference_matcher(typed, modifiers=False)))
+        references.append((str(key), typed))
     return HeadersBinding(ctx.descriptor, value, ctx.type_name, match_all, tuple(entries),
                           tuple(references))
 

@@ -32,7 +32,8 @@ from filtex_proton.filters.wire import (
 
 __all__ = [
     "Matcher", "Reference", "TextPattern", "TypedReference", "as_float32", "check_entry_limit",
-    "compile_reference", "count_entries", "read_reference", "same_key", "unwrap",
+    "compile_reference", "count_entries", "read_reference", "reference_matcher", "same_key",
+    "unwrap",
 ]
 
 Matcher = Callable[[Any], bool]
@@ -330,9 +331,15 @@ def compile_reference(ref: Any, *, modifiers: bool = True) -> Matcher:
     """
     if ref is None:
         return _always  # §4.1.1 bullet 1: a NULL reference matches anything
-    reference = read_reference(ref, modifiers=modifiers)
+    return reference_matcher(read_reference(ref, modifiers=modifiers), modifiers=modifiers)
+
+
+def reference_matcher(reference: Reference, *, modifiers: bool = True) -> Matcher:
+    """The matcher for a reference already read (:func:`read_reference`); ``modifiers``
+    applies to the strings nested in it."""
     if isinstance(reference, TextPattern):
         return _pattern_matcher(reference)
+    ref = reference.value
     kind = kind_of(ref)
     if kind in _NUMBER:
         return _numeric_matcher(ref, kind)

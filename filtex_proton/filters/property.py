@@ -32,8 +32,8 @@ from filtex_proton.filters.matching import (
     Matcher,
     Reference,
     check_entry_limit,
-    compile_reference,
     read_reference,
+    reference_matcher,
 )
 from filtex_proton.filters.wire import TEXT_KINDS, summarise
 
@@ -179,7 +179,7 @@ def _decode(rules: SectionRules, value: Any, ctx: DecodeContext) -> PropertyFilt
             continue  # a NULL reference matches anything (§4.1.1): nothing to evaluate
         try:
             typed = read_reference(reference)
-            matcher = compile_reference(reference)
+            matcher = reference_matcher(typed)
         except FilterError as exc:
             raise FilterError(f"entry {summarise(key)}: {exc.reason}") from None
         # Composite sections are keyed by canonical (plain str) names in the view.
