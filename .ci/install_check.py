@@ -6,6 +6,7 @@ Run by ``.ci/run`` after ``pip install .`` (``plain``) or ``pip install '.[EXTRA
 virtualenv of its own, so that a dependency missing from an extra, or one pulled in where the
 docs say it is not, fails CI. Each install must:
 
+- put only ``filtex*`` import names into site-packages (``filtex_proton``, ``filtex_broker``);
 - have exactly the optional dependencies its extra names (none for ``plain``);
 - run the broker (a filtered receive through it, then SIGTERM: exit 0), check a filter
   (``filtex check``) and plan one for Spark (``filtex-spark explain``), which need no extra;
@@ -19,6 +20,7 @@ Only the standard library and what the install itself brought (python-qpid-proto
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import os
@@ -78,6 +80,22 @@ def check_modules(extra: str) -> None:
         if name not in wanted and present:
             fail(f"{name} is installed by {'.' if extra == 'plain' else f'.[{extra}]'}, "
                  "which the docs say does not bring it")
+
+
+def check_import_names() -> None:
+    """The distribution installs ``filtex_proton`` and ``filtex_broker`` and no other top-level
+    name (a generic one such as ``broker`` could clash with another distribution's)."""
+    files = importlib.metadata.files("filtex-proton") or []
+    tops = {file.parts[0] for file in files
+            if len(file.parts) > 1 and not file.parts[0].endswith((".dist-info", "__pycache__"))
+            and file.suffix == ".py"}
+    if tops != {"filtex_proton", "filtex_broker"}:
+        fail(f"the wheel's top-level import names are {sorted(tops)}, "
+             "not filtex_proton and filtex_broker")
+    for name in sorted(tops):
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None or "site-packages" not in spec.origin:
+            fail(f"{name} is not imported from the install: {spec}")
 
 
 def check_no_extra_needed() -> None:
@@ -210,6 +228,7 @@ def main() -> None:
         sys.exit("usage: python .ci/install_check.py plain|console|spark|metrics")
     extra = sys.argv[1]
     os.chdir(tempfile.gettempdir())  # the installed package, not the source tree, is imported
+    check_import_names()
     check_modules(extra)
     check_no_extra_needed()
     with broker() as address:

@@ -2,7 +2,7 @@
 
     python bench/bench_backlog.py [--messages 100000] [--tree DIR]
 
-Fills a queue (``broker.nodes.queue.Queue``, no network) with bench_broker's messages (a
+Fills a queue (``filtex_broker.nodes.queue.Queue``, no network) with bench_broker's messages (a
 ``message-id``, application properties ``k`` and ``region``, a 100-byte data body), each checked
 at the door as the producer does, with no consumer; then a consumer with a filter attaches with
 credit for all of them and takes what it matches: ``k < 10`` (every message evaluated and taken)
@@ -30,8 +30,8 @@ def main() -> int:
     sys.path.insert(0, str(tree))
     from proton import Described, int32, symbol, ulong
 
-    from broker.nodes.node import NodeLimits
-    from broker.nodes.queue import Queue
+    from filtex_broker.nodes.node import NodeLimits
+    from filtex_broker.nodes.queue import Queue
     from filtex_proton.amqp import encode_message
     from filtex_proton.plugin import FiltexPlugin, LinkFilter
 
@@ -41,7 +41,8 @@ def main() -> int:
                               body=b"x" * 100, body_kind="data") for i in range(10)]
 
     class Taker:
-        """What a queue uses of a consumer (``broker.nodes.queue.Outlet``); settles nothing."""
+        """What a queue uses of a consumer (``filtex_broker.nodes.queue.Outlet``); settles
+        nothing."""
 
         def __init__(self, sql: str) -> None:
             filter_set = FiltexPlugin().compile(

@@ -4,7 +4,7 @@
         [--durable DIR] [--archive DIR] [--metrics] [--console]
                                                        # variants, each against "in memory"
 
-Starts ``python -m broker`` on an ephemeral port, then for each scenario
+Starts ``python -m filtex_broker`` on an ephemeral port, then for each scenario
 attaches the consumers, sends the messages from one producer and measures the
 delivered rate (messages / seconds from the first send to the last receive):
 
@@ -295,7 +295,7 @@ def build_loadgen() -> Path:
     return cache
 
 
-def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", "broker"),
+def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", "filtex_broker"),
                  ) -> tuple[subprocess.Popen[bytes], int]:
     ready = workdir / "ready"
     broker = subprocess.Popen(
@@ -377,7 +377,7 @@ class Variant:
     flags: tuple[str, ...]
     console_poll: float = 0.0
     """``--console``: seconds between two polls of the console's overview (0: no console)."""
-    launcher: tuple[str, ...] = ("-m", "broker")
+    launcher: tuple[str, ...] = ("-m", "filtex_broker")
     """How Python starts it (``--door-check``: a launcher in bench/ that swaps the check out)."""
 
 

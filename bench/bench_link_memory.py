@@ -9,9 +9,9 @@ attached again, a refused link, a receiver in a session that is ended) a client 
 ``--warmup`` cycles on one long-lived connection, then ``--cycles`` more; what the server's
 resident size (``/proc/PID/status``) gained over those is printed per cycle, for:
 
-* ``broker``: ``python -m broker`` (with ``--metrics`` and ``--console``, which keep counters
+* ``broker``: ``python -m filtex_broker`` (with ``--metrics`` and ``--console``, which keep counters
   per node and per link);
-* ``relay``: ``python -m broker --upstream`` in front of another one (the relay's memory);
+* ``relay``: ``python -m filtex_broker --upstream`` in front of another one (the relay's memory);
 * ``example``: ``examples/plugin_broker.py``, a python-qpid-proton container with the plugin.
 
 ``--before DIR`` measures the source tree in DIR too (``git archive <commit> | tar -x -C DIR``),
@@ -57,10 +57,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 
 def _broker(tree: Path, workdir: Path, *flags: str) -> tuple[subprocess.Popen[bytes], str]:
-    """``python -m broker`` of ``tree`` on a free port; (process, HOST:PORT)."""
+    """``python -m filtex_broker`` of ``tree`` on a free port; (process, HOST:PORT)."""
     ready = workdir / f"ready-{time.monotonic_ns()}"
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
+         str(ready),
          "--log-level", "ERROR", *flags],
         cwd=tree, env={**os.environ, "PYTHONPATH": str(tree)}, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + START_TIMEOUT

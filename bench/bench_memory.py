@@ -3,7 +3,7 @@
     python bench/bench_memory.py [--messages 1000000] [--queues 10] [--sizes 150,1024]
         [--before DIR] [--durable DIR]
 
-Starts ``python -m broker`` (per-node limits and ``--max-memory`` out of the way), reads its
+Starts ``python -m filtex_broker`` (per-node limits and ``--max-memory`` out of the way), reads its
 resident size (``/proc/PID/status``), has one Proton-C producer per queue (bench_broker's load
 generator) send ``--messages`` messages of each encoded size into ``--queues`` queues with no
 consumer, waits for every ``accepted`` and reads the resident size again: the growth divided by
@@ -83,7 +83,8 @@ def measure(tree: Path, loadgen: Path, size: int, args: argparse.Namespace,
             shutil.rmtree(data_dir, ignore_errors=True)
             flags += ["--data-dir", str(data_dir)]
         env = {**os.environ, "PYTHONPATH": str(tree)}
-        broker = subprocess.Popen([sys.executable, "-m", "broker", *flags], cwd=tree, env=env)
+        broker = subprocess.Popen([sys.executable, "-m", "filtex_broker", *flags], cwd=tree,
+                                  env=env)
         try:
             deadline = time.monotonic() + 30
             while not ready.exists():

@@ -5,7 +5,7 @@
         [--upstream-cpus CPUS]
 
 Starts a private RabbitMQ 3.10 with its AMQP 1.0 plugin (``bench/rabbit_node.py``, as
-the relay tests do), then per run a fresh relay (``python -m broker --upstream``) in
+the relay tests do), then per run a fresh relay (``python -m filtex_broker --upstream``) in
 front of it, and measures with the C load generator of ``bench/bench_broker.py``
 (one producer sending unsettled and waiting for every outcome; consumers accepting
 every message):

@@ -1,4 +1,5 @@
-"""``python -m broker`` with the door check replaced by the scan alone (a benchmark's baseline).
+"""``python -m filtex_broker`` with the door check replaced by the scan alone (a benchmark's
+baseline).
 
 For ``bench/bench_broker.py --door-check``: the broker as it would be without the door
 check, every message only scanned for its layout (``RawMessageView``, as before the check), so
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from broker.__main__ import main
+from filtex_broker.__main__ import main
 from filtex_proton.amqp import RawMessageView
 from filtex_proton.plugin import FilterMessage
 

@@ -5,7 +5,7 @@ is the broker around it: listeners, nodes (queues, topics, browsers, dynamic
 and dead-letter nodes), credit, settlement and shutdown. See docs/BROKER.md.
 """
 
-from broker.config import BrokerConfig, load_config
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig, load_config
+from filtex_broker.server import Broker
 
 __all__ = ["Broker", "BrokerConfig", "load_config"]

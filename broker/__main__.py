@@ -1,4 +1,5 @@
-"""``filtex-broker`` / ``python -m broker``: configure, log to stderr, serve until a signal."""
+"""``filtex-broker`` / ``python -m filtex_broker``: configure, log to stderr, serve until a
+signal."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
-from broker.config import ConfigError, describe, load_config
-from broker.loop.contract import EventLoopError
-from broker.loop.proton_internals import InternalsError
-from broker.server import Broker
-from broker.store.log import StoreLockedError
+from filtex_broker.config import ConfigError, describe, load_config
+from filtex_broker.loop.contract import EventLoopError
+from filtex_broker.loop.proton_internals import InternalsError
+from filtex_broker.server import Broker
+from filtex_broker.store.log import StoreLockedError
 
 __all__ = ["main"]
 

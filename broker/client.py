@@ -25,7 +25,7 @@ def is_idle_timeout(condition: Condition) -> bool:
 
 class Attached(Protocol):
     """A link the connection holds: a consumer or a producer, on our nodes or relayed (the
-    connection needs nothing of it but its proton link; ``broker.links`` knows the kinds)."""
+    connection needs nothing of it but its proton link; ``filtex_broker.links`` knows the kinds)."""
 
     @property
     def link(self) -> Link: ...

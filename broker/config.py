@@ -17,8 +17,8 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Final
 
-from broker.error_rate import ACTIONS
-from broker.settings import (
+from filtex_broker.error_rate import ACTIONS
+from filtex_broker.settings import (
     DEFAULT_LISTEN,
     BrokerConfig,
     ByteSize,
@@ -378,7 +378,7 @@ def _validate(config: BrokerConfig) -> None:
             raise ConfigError("metrics need prometheus-client: "
                               "pip install 'filtex-proton[metrics]'")
     if config.console:
-        from broker.console.rules import validate_console
+        from filtex_broker.console.rules import validate_console
 
         validate_console(config)
     if config.archive and importlib.util.find_spec("pyarrow") is None:
@@ -402,7 +402,7 @@ def _validate(config: BrokerConfig) -> None:
                           "the upstream broker")
     if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"log_level {config.log_level!r} is not a logging level")
-    from broker.security.setup import validate_security  # imports this module
+    from filtex_broker.security.setup import validate_security  # imports this module
 
     validate_security(config)
 

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from proton import Condition, Endpoint, Handler
 
-from broker.client import ClientConnection, is_idle_timeout
-from broker.links import LinkManager, LinkState
+from filtex_broker.client import ClientConnection, is_idle_timeout
+from filtex_broker.links import LinkManager, LinkState
 
 if TYPE_CHECKING:
     from proton import Connection, Event, Link
@@ -27,7 +27,7 @@ __all__ = ["BrokerHandler", "Served"]
 
 
 class Served(Protocol):
-    """What the handler asks of the broker it serves (``broker.server.Broker``): the handler
+    """What the handler asks of the broker it serves (``filtex_broker.server.Broker``): the handler
     answers events, the broker owns connections, links and the process."""
 
     def started(self, container: Any) -> None: ...
@@ -46,7 +46,7 @@ class Served(Protocol):
 
     @property
     def links(self) -> LinkManager:
-        """Attaches and detaches (``broker.links``)."""
+        """Attaches and detaches (``filtex_broker.links``)."""
         ...
 
 log = logging.getLogger("filtex.broker")

@@ -19,26 +19,26 @@ from typing import TYPE_CHECKING, Final
 
 from proton import Link, Receiver, Sender, Terminus
 
-from broker.archive.archiver import Archiver
-from broker.client import Attached, ClientConnection
-from broker.nodes.consumer import Consumer
-from broker.nodes.node import Node
-from broker.nodes.producer import Producer
-from broker.nodes.queue import Queue
-from broker.nodes.registry import Registry
-from broker.nodes.topic import Subscription, Topic
-from broker.relay.consumers import RelayConsumer
-from broker.relay.producers import RelayProducer
-from broker.relay.upstream import Upstream
-from broker.security.access import (
+from filtex_broker.archive.archiver import Archiver
+from filtex_broker.client import Attached, ClientConnection
+from filtex_broker.nodes.consumer import Consumer
+from filtex_broker.nodes.node import Node
+from filtex_broker.nodes.producer import Producer
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.registry import Registry
+from filtex_broker.nodes.topic import Subscription, Topic
+from filtex_broker.relay.consumers import RelayConsumer
+from filtex_broker.relay.producers import RelayProducer
+from filtex_broker.relay.upstream import Upstream
+from filtex_broker.security.access import (
     UNAUTHORIZED,
     guard_relay,
     principal_of,
     refusal,
 )
-from broker.security.permissions import Principal
-from broker.settings import BrokerConfig
-from broker.terminus import (
+from filtex_broker.security.permissions import Principal
+from filtex_broker.settings import BrokerConfig
+from filtex_broker.terminus import (
     TerminusRequest,
     lookup_key,
     read_terminus,
@@ -48,7 +48,7 @@ from broker.terminus import (
 from filtex_proton.plugin import RECENT_REFUSALS, FilterMessage, FiltexPlugin, Refusal
 
 if TYPE_CHECKING:
-    from broker.metrics import BrokerMetrics
+    from filtex_broker.metrics import BrokerMetrics
 
 __all__ = ["LinkManager"]
 

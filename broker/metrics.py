@@ -21,16 +21,16 @@ from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from broker.nodes.registry import fold_deleted
-from broker.settings import parse_listen
+from filtex_broker.nodes.registry import fold_deleted
+from filtex_broker.settings import parse_listen
 from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
-    from broker.archive.archiver import Archiver
-    from broker.nodes.consumer import Consumer
-    from broker.nodes.node import Node
+    from filtex_broker.archive.archiver import Archiver
+    from filtex_broker.nodes.consumer import Consumer
+    from filtex_broker.nodes.node import Node
 
 __all__ = ["BrokerMetrics"]
 

@@ -24,31 +24,31 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from proton import Condition, Connection, Endpoint, Handler, Link, symbol
 from proton.reactor import Container
 
-from broker.archive.archiver import Archiver
-from broker.client import ClientConnection
-from broker.config import BrokerConfig
-from broker.error_rate import InducedErrors
-from broker.handler import BrokerHandler, client_of
-from broker.links import LinkManager
-from broker.loop.auto import make_container
-from broker.loop.contract import EventLoopError, FastLink
-from broker.loop.proton_internals import Acceptor, listening_address, unbind_transport
-from broker.memory import default_max_memory
-from broker.nodes.budget import MemoryBudget
-from broker.nodes.node import NodeLimits
-from broker.nodes.registry import Registry, fold_deleted
-from broker.security.gate import SecureAcceptor
-from broker.security.setup import build_gate, reload_users, tls_listeners
+from filtex_broker.archive.archiver import Archiver
+from filtex_broker.client import ClientConnection
+from filtex_broker.config import BrokerConfig
+from filtex_broker.error_rate import InducedErrors
+from filtex_broker.handler import BrokerHandler, client_of
+from filtex_broker.links import LinkManager
+from filtex_broker.loop.auto import make_container
+from filtex_broker.loop.contract import EventLoopError, FastLink
+from filtex_broker.loop.proton_internals import Acceptor, listening_address, unbind_transport
+from filtex_broker.memory import default_max_memory
+from filtex_broker.nodes.budget import MemoryBudget
+from filtex_broker.nodes.node import NodeLimits
+from filtex_broker.nodes.registry import Registry, fold_deleted
+from filtex_broker.security.gate import SecureAcceptor
+from filtex_broker.security.setup import build_gate, reload_users, tls_listeners
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
 if TYPE_CHECKING:
     from proton import Event
 
-    from broker.console.server import ConsoleServer
-    from broker.metrics import BrokerMetrics, BrokerSnapshot
-    from broker.nodes.node import Node
-    from broker.store.log import Store
+    from filtex_broker.console.server import ConsoleServer
+    from filtex_broker.metrics import BrokerMetrics, BrokerSnapshot
+    from filtex_broker.nodes.node import Node
+    from filtex_broker.store.log import Store
 
 __all__ = ["Broker"]
 
@@ -142,7 +142,9 @@ class Broker:
         self.metrics: BrokerMetrics | None = None
         """``--metrics``: the Prometheus registry and endpoint (served once listening)."""
         if config.metrics:
-            from broker.metrics import BrokerMetrics  # prometheus-client: the 'metrics' extra
+            from filtex_broker.metrics import (
+                BrokerMetrics,  # prometheus-client: the 'metrics' extra
+            )
 
             self.metrics = BrokerMetrics(self.metrics_snapshot)
             self.plugin.link_filter_class = self.metrics.link_filter_class
@@ -167,7 +169,8 @@ class Broker:
         self.ready = threading.Event()
         self.error: BaseException | None = None
         self.container: Any = None
-        """The event loop (:mod:`broker.loop.auto`): ``FastContainer`` or ``StockContainer``."""
+        """The event loop (:mod:`filtex_broker.loop.auto`): ``FastContainer`` or
+        ``StockContainer``."""
         self.archive: Archiver | None = None
         """``--archive``: opened by :meth:`run`, flushed and closed when it returns."""
         self.store: Store | None = None
@@ -225,7 +228,7 @@ class Broker:
 
     def metrics_snapshot(self) -> BrokerSnapshot:
         """What ``--metrics`` reads at scrape time (from its HTTP thread: copies of counters)."""
-        from broker.metrics import BrokerSnapshot
+        from filtex_broker.metrics import BrokerSnapshot
 
         refusals = dict(self.plugin.stats.refusals)
         for reason, count in list(self.links.refusals.items()):
@@ -288,7 +291,7 @@ class Broker:
     def _open_store(self) -> None:
         """Replay the data directory into the registry before anyone can connect."""
         if self.config.data_dir is not None:
-            from broker.store.recovery import open_store
+            from filtex_broker.store.recovery import open_store
 
             self.store = open_store(self.config.data_dir, self.registry, self.plugin,
                                     self._waker.wake)
@@ -368,7 +371,7 @@ class Broker:
             metrics_at = self.metrics.serve(self.config.metrics)
             log.info("serving Prometheus metrics on http://%s:%d/metrics", *metrics_at)
         if self.config.console:
-            from broker.console.server import ConsoleServer  # aiohttp: the 'console' extra
+            from filtex_broker.console.server import ConsoleServer  # aiohttp: the 'console' extra
 
             self.console = ConsoleServer(self)
             self.console.start()

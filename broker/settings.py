@@ -1,7 +1,7 @@
 """What the broker's settings are: the frozen :class:`BrokerConfig` every part is handed, its
-error, and the few value parsers that parts other than ``broker.config`` need.
+error, and the few value parsers that parts other than ``filtex_broker.config`` need.
 
-``broker.config`` reads them (defaults < TOML < environment < flags) and validates them; this
+``filtex_broker.config`` reads them (defaults < TOML < environment < flags) and validates them; this
 module only defines them, so that the modules a setting concerns (security, say) can name the
 type without importing the reader (which checks them, and so imports those modules).
 """
@@ -50,7 +50,7 @@ class BrokerConfig:
     max_memory: int = 0
     """Broker-wide: bytes the held messages may cost (accounted as docs/BROKER.md says) before
     no producer gets credit; 0: a share of the machine's or the cgroup's memory
-    (``broker.memory.default_max_memory``)."""
+    (``filtex_broker.memory.default_max_memory``)."""
     """Advertised on producer links; larger messages are rejected."""
     dead_letter_address: str = "DLQ"
     """Where rejected messages go; empty disables it (they are then logged and dropped)."""

@@ -16,12 +16,12 @@ import sys
 import tomllib
 from pathlib import Path
 
-import broker
+import filtex_broker
 import filtex_proton
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-PRODUCT_PACKAGES = {"filtex_proton", "broker"}
+PRODUCT_PACKAGES = {"filtex_proton", "filtex_broker"}
 CODE_FOLDERS = ("filtex_proton", "broker", "bench", "examples")
 """Where no module may import another module's private names (tests may: they test them)."""
 
@@ -39,8 +39,32 @@ def test_nothing_from_tests_goes_on_sys_path() -> None:
 
 
 def test_the_product_packages_are_the_real_ones() -> None:
-    assert (Path(broker.__file__).resolve().parent / "__main__.py").exists()
+    assert (Path(filtex_broker.__file__).resolve().parent / "__main__.py").exists()
     assert (Path(filtex_proton.__file__).resolve().parent / "plugin.py").exists()
+
+
+def test_the_broker_is_imported_as_filtex_broker_only() -> None:
+    """The ``broker/`` folder is imported and installed as ``filtex_broker`` (through the
+    ``filtex_broker`` link beside it), so the wheel puts no generic top-level name into
+    site-packages; an ``import broker`` would load the same files a second time under another
+    name (two module objects, two sets of globals)."""
+    link = ROOT / "filtex_broker"
+    assert link.is_symlink() and link.resolve() == (ROOT / "broker").resolve()
+    folders = [*CODE_FOLDERS, "tests", "fuzz", "upstreams"]
+    offenders = []
+    for path in (p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))):
+        if "node_modules" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            if any(name.split(".")[0] == "broker" for name in names):
+                offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert offenders == [], offenders
 
 
 def test_plain_pytest_collects_from_the_repository_root() -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import load_config
+from filtex_broker.config import load_config
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,14 +46,14 @@ def _assert_one_clear_line(result: subprocess.CompletedProcess[str], program: st
 ], ids=["disable-typo", "disable-unknown", "size-word", "size-unit", "idle-negative",
         "data-dir-file"])
 def test_a_broker_flag_mistake(argv: list[str], says: str) -> None:
-    _assert_one_clear_line(_run("-m", "broker", "--listen", "127.0.0.1:0", *argv),
+    _assert_one_clear_line(_run("-m", "filtex_broker", "--listen", "127.0.0.1:0", *argv),
                            "filtex-broker", says)
 
 
 def test_a_second_broker_on_one_data_dir_says_so_first(tmp_path: Path) -> None:
     """The error is the last word, with nothing before it that reads like a normal stop."""
     ready = tmp_path / "ready"
-    first = subprocess.Popen([sys.executable, "-m", "broker", "--listen", "127.0.0.1:0",
+    first = subprocess.Popen([sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0",
                               "--data-dir", str(tmp_path / "data"), "--ready-file", str(ready)],
                              cwd=ROOT, stderr=subprocess.DEVNULL)
     try:
@@ -61,7 +61,7 @@ def test_a_second_broker_on_one_data_dir_says_so_first(tmp_path: Path) -> None:
         while not ready.exists():
             assert first.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)  # waiting for the first broker's ready file
-        second = _run("-m", "broker", "--listen", "127.0.0.1:0", "--data-dir",
+        second = _run("-m", "filtex_broker", "--listen", "127.0.0.1:0", "--data-dir",
                       str(tmp_path / "data"))
         _assert_one_clear_line(second, "filtex-broker", "is in use by another broker")
         assert "broker stopped" not in second.stderr
@@ -75,11 +75,13 @@ NO_EXTRAS = "aiohttp,prometheus_client,pyarrow,pyspark,pandas,tqdm"
 
 
 @pytest.mark.parametrize(("argv", "program", "extra"), [
-    (["-m", "broker", "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"], "filtex-broker",
+    (["-m", "filtex_broker", "--listen", "127.0.0.1:0", "--console", "127.0.0.1:0"],
+     "filtex-broker",
      "console"),
-    (["-m", "broker", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"], "filtex-broker",
+    (["-m", "filtex_broker", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0"],
+     "filtex-broker",
      "metrics"),
-    (["-m", "broker", "--listen", "127.0.0.1:0", "--archive", "unused"], "filtex-broker",
+    (["-m", "filtex_broker", "--listen", "127.0.0.1:0", "--archive", "unused"], "filtex-broker",
      "spark"),
     (["-m", "filtex_proton.spark.cli", "select", "--archive", ".", "--filter", "a = 1",
       "--count"], "filtex-spark", "spark"),

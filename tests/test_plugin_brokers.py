@@ -61,7 +61,8 @@ def _start_example(tmp_path: Path) -> tuple[str, subprocess.Popen[bytes]]:
 def _start_filtex_broker(tmp_path: Path) -> tuple[str, subprocess.Popen[bytes]]:
     ready = tmp_path / "ready"
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready)],
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
+         str(ready)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     deadline = time.monotonic() + START_TIMEOUT

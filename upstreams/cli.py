@@ -95,7 +95,8 @@ def _start_relay(listen: str, upstream: Upstream, extra: Sequence[str], workdir:
                  ) -> subprocess.Popen[bytes]:
     ready = workdir / "relay.ready"
     ready.unlink(missing_ok=True)
-    command = [sys.executable, "-m", "broker", "--listen", listen, "--ready-file", str(ready),
+    command = [sys.executable, "-m", "filtex_broker", "--listen", listen, "--ready-file",
+               str(ready),
                "--upstream", upstream.url]
     if upstream.user is not None and upstream.password is not None:
         command += ["--upstream-user", upstream.user, "--upstream-password", upstream.password]

@@ -3,7 +3,7 @@
 Building a row costs tens of microseconds of Python per message. On a thread
 of the broker's process that work held the interpreter lock the reactor
 needs, and the broker ran at the archive's pace (docs/PERFORMANCE.md), so the
-rows are built and written by a writer process (:mod:`broker.archive.child`).
+rows are built and written by a writer process (:mod:`filtex_broker.archive.child`).
 The reactor only appends ``(address, bytes, arrival)`` to a queue; a feeder
 thread sends the queue in batches down a pipe, so the reactor never waits
 for the pipe either.
@@ -36,13 +36,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
-from broker.archive.process import ArchiveOpenError, WriterProcess
-from broker.archive.wire import BATCH, CLOSE, Item, Progress, encode_batch
-from broker.log_rate import due
-from broker.nodes.node import RoomToWait
+from filtex_broker.archive.process import ArchiveOpenError, WriterProcess
+from filtex_broker.archive.wire import BATCH, CLOSE, Item, Progress, encode_batch
+from filtex_broker.log_rate import due
+from filtex_broker.nodes.node import RoomToWait
 
 if TYPE_CHECKING:
-    from broker.nodes.node import Stalled
+    from filtex_broker.nodes.node import Stalled
 
 __all__ = ["ArchiveOpenError", "Archiver", "ArchiverStats"]
 

@@ -1,15 +1,15 @@
-"""The archive writer process: ``python -m broker.archive.child DIR LOG_LEVEL RETAIN_BYTES``.
+"""The archive writer process: ``python -m filtex_broker.archive.child DIR LOG_LEVEL RETAIN_BYTES``.
 
 Building a row costs tens of microseconds of Python per message; in the
 broker's process that competed with the reactor for the interpreter lock and
 capped the broker at the archive's pace. Here it has an interpreter of its own.
 
-Started by the broker (:mod:`broker.archive.process`), never by hand: batches
+Started by the broker (:mod:`filtex_broker.archive.process`), never by hand: batches
 arrive on stdin, progress goes back on the original stdout (fd 1 is pointed at
 stderr, so nothing else can corrupt the frames). The broker stops it: SIGINT
 and SIGTERM are ignored (a terminal's Ctrl-C reaches the whole process group,
 a service manager may signal every process), and end of input (the broker is
-gone, even by ``kill -9``) is a clean close like :data:`~broker.archive.wire.CLOSE`.
+gone, even by ``kill -9``) is a clean close like :data:`~filtex_broker.archive.wire.CLOSE`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from broker.archive.wire import (
+from filtex_broker.archive.wire import (
     ACK,
     BATCH,
     CLOSE,
@@ -36,7 +36,7 @@ from broker.archive.wire import (
     read_frame,
     write_frame,
 )
-from broker.log_rate import due
+from filtex_broker.log_rate import due
 
 if TYPE_CHECKING:
     from filtex_proton.archive import ArchiveWriter

@@ -1,4 +1,4 @@
-"""The broker's handle on one archive writer process (:mod:`broker.archive.child`).
+"""The broker's handle on one archive writer process (:mod:`filtex_broker.archive.child`).
 
 A subprocess running a module, not ``multiprocessing``: the broker is threaded
 (fork is unsafe), and a plain ``python -m`` child neither re-imports the
@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Final
 
-from broker.archive.wire import ACK, FAILED, READY, Progress, read_frame, write_frame
+from filtex_broker.archive.wire import ACK, FAILED, READY, Progress, read_frame, write_frame
 
 __all__ = ["ArchiveOpenError", "WriterProcess"]
 
@@ -45,7 +45,7 @@ class WriterProcess:
         indexing = json.dumps({"properties": list(index), "fields": index_fields,
                                "buckets": index_buckets})
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "broker.archive.child", str(directory), str(level),
+            [sys.executable, "-m", "filtex_broker.archive.child", str(directory), str(level),
              str(retain_bytes), indexing],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True,
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from broker.console.snapshot import LinkCopy, NodeCopy, Overview, PeekedMessage
+from filtex_broker.console.snapshot import LinkCopy, NodeCopy, Overview, PeekedMessage
 from filtex_proton.limits import Limits
 from filtex_proton.plugin import FilterSet
 from filtex_proton.tester import KINDS, check, describe, message_json, pushdown_json, verdict

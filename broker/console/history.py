@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any, Final
 
-from broker.console.snapshot import NodeCopy, Overview
+from filtex_broker.console.snapshot import NodeCopy, Overview
 
 __all__ = ["NODE_SERIES", "SPAN", "History"]
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from broker.security.auth import is_loopback
-from broker.security.users import UsersError, load_users
-from broker.settings import BrokerConfig, ConfigError, parse_listen
+from filtex_broker.security.auth import is_loopback
+from filtex_broker.security.users import UsersError, load_users
+from filtex_broker.settings import BrokerConfig, ConfigError, parse_listen
 
 __all__ = ["console_secured", "validate_console"]
 

@@ -3,7 +3,7 @@
 aiohttp parses HTTP (nothing here does); each request that needs the broker hands a
 function to ``Broker.submit`` and awaits it, so nodes and links are read on the reactor
 thread only. Secured (beyond loopback, or whenever TLS and a users file are configured:
-:mod:`broker.console.rules`), every request needs HTTPS and HTTP Basic credentials of a
+:mod:`filtex_broker.console.rules`), every request needs HTTPS and HTTP Basic credentials of a
 users-file user with ``admin = true``; password checks (scrypt) run in a worker thread and
 a success is remembered for a minute. Every endpoint only reads.
 """
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from aiohttp import BasicAuth, web
 
-from broker.console.api import (
+from filtex_broker.console.api import (
     DEFAULT_PEEK,
     Describer,
     TestRequest,
@@ -36,16 +36,16 @@ from broker.console.api import (
     parse_limit,
     test_json,
 )
-from broker.console.history import History
-from broker.console.rules import console_secured
-from broker.console.snapshot import Inspected, overview, peek
-from broker.security.auth import is_loopback
-from broker.security.tls import TlsSettings, server_context
-from broker.security.users import Users, load_users, verify_password
-from broker.settings import parse_listen
+from filtex_broker.console.history import History
+from filtex_broker.console.rules import console_secured
+from filtex_broker.console.snapshot import Inspected, overview, peek
+from filtex_broker.security.auth import is_loopback
+from filtex_broker.security.tls import TlsSettings, server_context
+from filtex_broker.security.users import Users, load_users, verify_password
+from filtex_broker.settings import parse_listen
 
 if TYPE_CHECKING:
-    from broker.console.snapshot import Overview, PeekedMessage
+    from filtex_broker.console.snapshot import Overview, PeekedMessage
 
 __all__ = ["ConsoleServer", "ReactorBroker"]
 
@@ -328,5 +328,5 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 
 def _static_file(name: str) -> web.Response:
-    data = resources.files("broker.console").joinpath("static", name).read_bytes()
+    data = resources.files("filtex_broker.console").joinpath("static", name).read_bytes()
     return web.Response(body=data, content_type=_TYPES[Path(name).suffix], charset="utf-8")

@@ -14,26 +14,26 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.nodes.consumer import Consumer
-from broker.nodes.queue import Queue
-from broker.nodes.topic import Subscription, Topic
-from broker.relay.consumers import RelayConsumer
+from filtex_broker.nodes.consumer import Consumer
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.topic import Subscription, Topic
+from filtex_broker.relay.consumers import RelayConsumer
 from filtex_proton import __version__
 from filtex_proton.plugin import FilterSet, FilterStats, LinkFilter, Refusal
 
 if TYPE_CHECKING:
-    from broker.client import ClientConnection
-    from broker.links import LinkManager
-    from broker.nodes.budget import MemoryBudget
-    from broker.nodes.registry import Registry
-    from broker.settings import BrokerConfig
+    from filtex_broker.client import ClientConnection
+    from filtex_broker.links import LinkManager
+    from filtex_broker.nodes.budget import MemoryBudget
+    from filtex_broker.nodes.registry import Registry
+    from filtex_broker.settings import BrokerConfig
     from filtex_proton.plugin import FiltexPlugin
 
 __all__ = ["Inspected", "LinkCopy", "NodeCopy", "Overview", "PeekedMessage", "overview", "peek"]
 
 
 class Inspected(Protocol):
-    """The broker as the console sees it (``broker.server.Broker``)."""
+    """The broker as the console sees it (``filtex_broker.server.Broker``)."""
 
     config: BrokerConfig
     registry: Registry

@@ -1,15 +1,16 @@
 """The event loop, chosen at start-up: the fast one when it is safe, else proton's stock one.
 
 Like uvicorn's ``loops/auto.py``: ``--event-loop auto`` (the default) runs the
-fast loop (:class:`broker.loop.fast.FastContainer`) only when the installed
+fast loop (:class:`filtex_broker.loop.fast.FastContainer`) only when the installed
 python-qpid-proton is one it is tested with (:data:`TESTED_VERSIONS`) and
-:func:`broker.loop.proton_internals.check` finds every private name it uses; otherwise
-it logs a warning saying why and runs :class:`broker.loop.stock.StockContainer`, proton's own
+:func:`filtex_broker.loop.proton_internals.check` finds every private name it uses; otherwise
+it logs a warning saying why and runs :class:`filtex_broker.loop.stock.StockContainer`, proton's own
 ``Container`` plus the two calls the broker makes of any loop. ``fast`` insists
 (an untested version only warns; a failed check is an error); ``stock`` never
 tries.
 
-Both loops give the broker the same small interface (:class:`broker.loop.contract.BrokerContainer`).
+Both loops give the broker the same small interface
+(:class:`filtex_broker.loop.contract.BrokerContainer`).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from broker.loop import proton_internals
-from broker.loop.contract import EVENT_LOOPS
-from broker.loop.stock import StockContainer
+from filtex_broker.loop import proton_internals
+from filtex_broker.loop.contract import EVENT_LOOPS
+from filtex_broker.loop.stock import StockContainer
 
 __all__ = ["choose_loop", "make_container"]
 
@@ -57,7 +58,7 @@ def make_container(mode: str, *handlers: Any, **kwargs: Any) -> Any:
     """The container for ``mode`` (see :func:`choose_loop`), with a log line saying which."""
     loop, why = choose_loop(mode)
     if loop == "fast":
-        from broker.loop.fast import FastContainer  # only imported when it can work
+        from filtex_broker.loop.fast import FastContainer  # only imported when it can work
         if why.startswith("--event-loop fast on"):
             log.warning("%s", why)
         log.info("event loop: fast (%s)", why)

@@ -1,7 +1,8 @@
 """What the broker asks of an event loop, whichever runs: the two loops' common interface.
 
-Both :class:`broker.loop.fast.FastContainer` and :class:`broker.loop.stock.StockContainer`
-give it; :mod:`broker.loop.auto` chooses between them at start-up.
+Both :class:`filtex_broker.loop.fast.FastContainer` and
+:class:`filtex_broker.loop.stock.StockContainer` give it; :mod:`filtex_broker.loop.auto` chooses
+between them at start-up.
 """
 
 from __future__ import annotations

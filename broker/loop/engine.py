@@ -3,7 +3,7 @@
 The Python wrappers (``Delivery``, ``Link``, ``Event``) cost microseconds each:
 every event builds five wrapper objects. On the per-message path the broker
 calls the same C functions the wrappers call (``cproton_ffi.lib``, imported
-and checked in :mod:`broker.loop.proton_internals`), with the raw ``pn_link_t *`` /
+and checked in :mod:`filtex_broker.loop.proton_internals`), with the raw ``pn_link_t *`` /
 ``pn_delivery_t *`` pointers; everything else keeps using the public Python API.
 """
 
@@ -13,9 +13,9 @@ from typing import Any, Final
 
 from proton import Delivery
 
-from broker.loop.proton_internals import ffi as _ffi
-from broker.loop.proton_internals import impl
-from broker.loop.proton_internals import lib as _lib
+from filtex_broker.loop.proton_internals import ffi as _ffi
+from filtex_broker.loop.proton_internals import impl
+from filtex_broker.loop.proton_internals import lib as _lib
 
 __all__ = [
     "ACCEPTED", "MODIFIED", "NULL", "PN_DELIVERY", "PN_EOS", "PN_LINK_FLOW", "PN_TRANSPORT",
@@ -30,7 +30,8 @@ NULL: Final[Any] = getattr(_ffi, "NULL", None)
 
 def _constant(name: str) -> int:
     """A Proton-C constant; -1 if the bindings lack it (then the broker does not start:
-    :func:`broker.loop.proton_internals.require_engine` names what is missing and the versions)."""
+    :func:`filtex_broker.loop.proton_internals.require_engine` names what is missing and the
+    versions)."""
     return int(getattr(_lib, name, -1))
 
 

@@ -18,8 +18,8 @@ handlers, timers and selectables, but:
 The rules are the IO handler's (``proton._handlers.IOHandler``); only the
 event round trips are gone. It reads and drives its base class's private state
 and proton's selectables: every such name is listed and checked at start-up in
-:mod:`broker.loop.proton_internals`, and :mod:`broker.loop.auto` runs this loop only on
-the python-qpid-proton versions it is tested with.
+:mod:`filtex_broker.loop.proton_internals`, and :mod:`filtex_broker.loop.auto` runs this loop only
+on the python-qpid-proton versions it is tested with.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import Any, Final
 from proton import Condition, Endpoint, Event, Link, Transport
 from proton.reactor import Container
 
-from broker.loop.contract import FastLink
-from broker.loop.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, impl, lib
-from broker.loop.poller import install as install_poll_selector
-from broker.loop.proton_internals import (
+from filtex_broker.loop.contract import FastLink
+from filtex_broker.loop.engine import NULL, PN_DELIVERY, PN_LINK_FLOW, PN_TRANSPORT, ffi, impl, lib
+from filtex_broker.loop.poller import install as install_poll_selector
+from filtex_broker.loop.proton_internals import (
     ConnectSelectable,
     delegate,
     detach_transport,

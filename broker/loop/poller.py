@@ -7,7 +7,7 @@ thousand connections open, or a thousand files, the next wait raises
 subclass keeps proton's bookkeeping (the reading and writing sets, the
 deadlines of timers) and waits differently, on a poll set kept up to date as
 selectables change. That bookkeeping is proton's
-private state: its names are listed and checked in :mod:`broker.loop.proton_internals`.
+private state: its names are listed and checked in :mod:`filtex_broker.loop.proton_internals`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import select
 import time
 from typing import Any, Final
 
-from broker.loop.proton_internals import IO, set_selector
+from filtex_broker.loop.proton_internals import IO, set_selector
 
 __all__ = ["PollSelector", "install"]
 

@@ -5,16 +5,16 @@ python-qpid-proton's public API is its wrapper classes (``Link``, ``Delivery``,
 
 * the C bindings (``cproton_ffi.lib`` / ``ffi``): Proton-C's own functions,
   called with raw ``pn_link_t *`` / ``pn_delivery_t *`` pointers on the
-  per-message path (:mod:`broker.loop.engine`, producers, consumers, the relay);
+  per-message path (:mod:`filtex_broker.loop.engine`, producers, consumers, the relay);
 * the wrappers' ``_impl`` pointer;
 * the reactor's and IO handler's private state, which the fast event loop
-  (:mod:`broker.loop.fast`, :mod:`broker.loop.poller`) reads and drives, and the
-  socket hand-over of secured listeners (:mod:`broker.security.gate`).
+  (:mod:`filtex_broker.loop.fast`, :mod:`filtex_broker.loop.poller`) reads and drives, and the
+  socket hand-over of secured listeners (:mod:`filtex_broker.security.gate`).
 
 No other module imports ``cproton_ffi`` or ``proton._*``, or reads a private
 attribute of a proton object it did not subclass. :func:`check` verifies at
 start-up that every name listed here exists in the installed python-qpid-proton;
-:mod:`broker.loop.auto` runs the fast loop only when the check passes and the
+:mod:`filtex_broker.loop.auto` runs the fast loop only when the check passes and the
 version is one in :data:`TESTED_VERSIONS`, and otherwise proton's stock
 ``Container``. The C bindings are needed by both loops: without them the broker
 cannot start, and :func:`require_engine` says so, naming the tested versions.

@@ -10,8 +10,8 @@ from typing import Any
 from proton import Condition, Endpoint, Handler, Link
 from proton.reactor import Container
 
-from broker.loop.contract import FastLink
-from broker.loop.engine import impl
+from filtex_broker.loop.contract import FastLink
+from filtex_broker.loop.engine import impl
 
 __all__ = ["StockContainer"]
 

@@ -1,12 +1,12 @@
 """The broker-wide memory budget (``--max-memory``): what every node's messages cost, together.
 
-Each node is bounded on its own (:class:`broker.nodes.node.NodeLimits`), but nodes are made on
-first use and nothing else bounds their sum. The budget does: a queue charges it for each entry
+Each node is bounded on its own (:class:`filtex_broker.nodes.node.NodeLimits`), but nodes are made
+on first use and nothing else bounds their sum. The budget does: a queue charges it for each entry
 it stores and credits it when the entry leaves, and while the total is at or above the limit no
-producer link, on any node, gets more credit (:class:`~broker.nodes.node.RoomToWait`, as for a
-full node). Consumers, settlement and management go on; when the total falls to the low mark
-(:data:`LOW_MARK` of the limit) every stalled producer is topped up again. Nothing is refused or
-dropped: the limit throttles. Blocking and unblocking are logged once each and counted.
+producer link, on any node, gets more credit (:class:`~filtex_broker.nodes.node.RoomToWait`,
+as for a full node). Consumers, settlement and management go on; when the total falls to the
+low mark (:data:`LOW_MARK` of the limit) every stalled producer is topped up again. Nothing is
+refused or dropped: the limit throttles. Blocking and unblocking are logged once each and counted.
 
 A message costs more than its bytes: :func:`entry_cost` is what an entry really costs
 (docs/BROKER.md, "byte accounting"; tests/broker/nodes/test_memory.py measures it with
@@ -14,7 +14,7 @@ tracemalloc and fails if the model falls behind): :data:`PER_ENTRY` for the entr
 slot, the ``bytes`` object (:func:`bytes_cost`) divided among the entries that share it (a
 topic's subscriptions), and :data:`PER_JOURNALED` more in a durable node (``--data-dir``).
 The durable store's write buffers are charged while they wait for the disk
-(``broker.store.log.Store``). What producers hold in flight (their credit: at most one window
+(``filtex_broker.store.log.Store``). What producers hold in flight (their credit: at most one window
 each) arrives after the block, so the total may pass the limit by that.
 """
 
@@ -23,8 +23,8 @@ from __future__ import annotations
 import logging
 from typing import Final
 
-from broker.nodes.entry import Entry
-from broker.nodes.node import RoomToWait
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import RoomToWait
 
 __all__ = ["LOW_MARK", "PER_ENTRY", "PER_JOURNALED", "MemoryBudget", "bytes_cost", "entry_cost"]
 
@@ -32,8 +32,8 @@ log = logging.getLogger("filtex.broker")
 
 PER_ENTRY: Final = 176
 """Bytes one queued entry costs besides its message's bytes (CPython 3.11, 64-bit): the
-:class:`~broker.nodes.entry.Entry` (10 slots: 112), its position in the queue (an int: 32), the
-queue's slot (8, and the list's spare room); 149 by tracemalloc, 176 in resident size with the
+:class:`~filtex_broker.nodes.entry.Entry` (10 slots: 112), its position in the queue (an int: 32),
+the queue's slot (8, and the list's spare room); 149 by tracemalloc, 176 in resident size with the
 allocator's rounding and arenas (``bench/bench_memory.py``)."""
 PER_JOURNALED: Final = 128
 """Bytes more in a durable node: the journal's store id (an int: 32) and its entry in the

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from proton import Sender
 
-from broker.loop.engine import (
+from filtex_broker.loop.engine import (
     ACCEPTED,
     MODIFIED,
     REJECTED,
@@ -29,14 +29,14 @@ from broker.loop.engine import (
     send_bytes,
     wrap_delivery,
 )
-from broker.nodes.entry import Entry
-from broker.nodes.node import Node
-from broker.nodes.queue import Queue
-from broker.nodes.redelivery import bump_delivery_count
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import Node
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.redelivery import bump_delivery_count
 from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
 if TYPE_CHECKING:
-    from broker.nodes.topic import Subscription
+    from filtex_broker.nodes.topic import Subscription
 
 __all__ = ["Consumer"]
 

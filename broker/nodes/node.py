@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
-    from broker.nodes.entry import Entry
+    from filtex_broker.nodes.entry import Entry
 
 __all__ = [
     "ArchiveSink", "Durability", "Journal", "Node", "NodeLimits", "RoomToWait", "Stalled",
@@ -31,8 +31,8 @@ class NodeLimits:
 
 
 class Journal(Protocol):
-    """A node's durable log, as the node sees it (``--data-dir``; ``broker.store.log`` has the one
-    implementation). Nodes call it on the reactor thread; it never calls back."""
+    """A node's durable log, as the node sees it (``--data-dir``; ``filtex_broker.store.log`` has
+    the one implementation). Nodes call it on the reactor thread; it never calls back."""
 
     def enqueue(self, entry: Entry) -> None: ...
 
@@ -53,7 +53,7 @@ SubscriptionJournals = Callable[[str, str, str], Journal]
 
 class Durability(Protocol):
     """The durable store as the address space and producers see it (``--data-dir``;
-    ``broker.store.log.Store`` implements it): logs for new nodes, and the group commit a
+    ``filtex_broker.store.log.Store`` implements it): logs for new nodes, and the group commit a
     producer's ``accepted`` waits for."""
 
     def for_queue(self, address: str) -> Journal: ...
@@ -70,7 +70,7 @@ class Durability(Protocol):
 
 
 class ArchiveSink(Protocol):
-    """The archive as producers see it (``--archive``; ``broker.archive.archiver.Archiver``):
+    """The archive as producers see it (``--archive``; ``filtex_broker.archive.archiver.Archiver``):
     accepted messages offered to it; producers wait while it is behind."""
 
     def wants(self, address: str) -> bool: ...
@@ -85,7 +85,7 @@ class ArchiveSink(Protocol):
 
 
 class Stalled(Protocol):
-    """A producer waiting for room (see :class:`broker.nodes.producer.Producer`)."""
+    """A producer waiting for room (see :class:`filtex_broker.nodes.producer.Producer`)."""
 
     def resume(self) -> None:
         """The node has room again: grant credit."""

@@ -3,14 +3,14 @@
 A delivery is read as raw bytes (``recv`` until it is no longer partial),
 checked at the door (the plugin's ``FilterMessage.validate``: the layout and
 every section but the body, decoded once and kept for the filters that evaluate
-it on arrival; a queued entry keeps only the bytes, ``broker.nodes.entry``), stored
+it on arrival; a queued entry keeps only the bytes, ``filtex_broker.nodes.entry``), stored
 in its node, and only then accepted and settled: at-least-once for senders that
 wait for the outcome. A malformed message is rejected with ``amqp:decode-error``
 naming the section and the problem, and never stored; the link and the
 connection go on.
 
 Credit is granted in a window and topped up when half is used, but only while
-the node has room and the broker is below its memory limit (``broker.nodes.budget``); a
+the node has room and the broker is below its memory limit (``filtex_broker.nodes.budget``); a
 producer to a full node, or to any node while the broker is over its limit, is stalled until
 the node (or the budget) wakes it.
 A link with no target address is an anonymous relay: each message goes to the
@@ -26,10 +26,18 @@ from typing import Any, Final
 
 from proton import Condition, Receiver
 
-from broker.log_rate import due
-from broker.loop.engine import ACCEPTED, REJECTED, RELEASED, ReceiveBuffer, impl, lib, wrap_delivery
-from broker.nodes.node import ArchiveSink, Node
-from broker.nodes.registry import Registry
+from filtex_broker.log_rate import due
+from filtex_broker.loop.engine import (
+    ACCEPTED,
+    REJECTED,
+    RELEASED,
+    ReceiveBuffer,
+    impl,
+    lib,
+    wrap_delivery,
+)
+from filtex_broker.nodes.node import ArchiveSink, Node
+from filtex_broker.nodes.registry import Registry
 from filtex_proton.amqp import MISSING, Section
 from filtex_proton.plugin import FilterMessage, InvalidMessageError
 
@@ -46,7 +54,7 @@ MessageFactory = Callable[[bytes, object], FilterMessage]
 
 
 class _Throttle:
-    """Counts a nuisance; logs it as :func:`broker.log_rate.due` says (spec §7.2)."""
+    """Counts a nuisance; logs it as :func:`filtex_broker.log_rate.due` says (spec §7.2)."""
 
     __slots__ = ("count",)
 
@@ -124,7 +132,8 @@ class Producer:
         self.counted: Callable[[Node], None] | None = None
         """Told the node of every stored message (``--metrics``)."""
         self.guard: Callable[[FilterMessage], Condition | None] | None = None
-        """Access control (:func:`broker.security.access.guard_relay`): why a message may not go."""
+        """Access control (:func:`filtex_broker.security.access.guard_relay`): why a message may
+        not go."""
 
     # -- credit ------------------------------------------------------------------------
 

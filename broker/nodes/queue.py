@@ -33,9 +33,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import ClassVar, Final, Protocol, cast
 
-from broker.nodes.budget import MemoryBudget, entry_cost
-from broker.nodes.entry import Entry
-from broker.nodes.node import Journal, Node, NodeLimits
+from filtex_broker.nodes.budget import MemoryBudget, entry_cost
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import Journal, Node, NodeLimits
 from filtex_proton.matcher import NodeMatcher, Verdict
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
@@ -43,8 +43,8 @@ __all__ = ["Outlet", "Queue"]
 
 
 class Outlet(Protocol):
-    """A consumer as its queue sees it (``broker.nodes.consumer.Consumer``; test stand-ins too): the
-    queue decides what to send, the outlet puts it on the wire and keeps the credit."""
+    """A consumer as its queue sees it (``filtex_broker.nodes.consumer.Consumer``; test stand-ins
+    too): the queue decides what to send, the outlet puts it on the wire and keeps the credit."""
 
     credit: int
     cursor: int

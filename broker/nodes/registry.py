@@ -15,14 +15,14 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
-from broker.nodes.budget import MemoryBudget
-from broker.nodes.entry import Entry
-from broker.nodes.node import Durability, Journal, Node, NodeLimits
-from broker.nodes.queue import Queue
-from broker.nodes.topic import Topic
+from filtex_broker.nodes.budget import MemoryBudget
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import Durability, Journal, Node, NodeLimits
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.topic import Topic
 
 if TYPE_CHECKING:
-    from broker.nodes.topic import Subscription
+    from filtex_broker.nodes.topic import Subscription
 
 __all__ = ["DELETED_NODES", "Registry", "fold_deleted"]
 

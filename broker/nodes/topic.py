@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from broker.nodes.budget import MemoryBudget
-from broker.nodes.entry import Entry
-from broker.nodes.node import Node, NodeLimits, SubscriptionJournals
-from broker.nodes.queue import MATCHER_FROM, Queue
+from filtex_broker.nodes.budget import MemoryBudget
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import Node, NodeLimits, SubscriptionJournals
+from filtex_broker.nodes.queue import MATCHER_FROM, Queue
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import FilterMessage, LinkFilter
 

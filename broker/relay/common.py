@@ -17,8 +17,8 @@ from proton import (
     symbol,
 )
 
-from broker.relay.origin import OriginStamp
-from broker.terminus import refuse
+from filtex_broker.relay.origin import OriginStamp
+from filtex_broker.terminus import refuse
 from filtex_proton.plugin import (
     FilterMessage,
     FiltexPlugin,
@@ -72,10 +72,10 @@ class RelayEnd(Protocol):
 
 
 class SharingPort(Protocol):
-    """What our consumers of one upstream queue share (``broker.relay.sharing``), as a
+    """What our consumers of one upstream queue share (``filtex_broker.relay.sharing``), as a
     consumer sees it."""
 
-    # Consumers are ``Any`` here: broker.relay.consumers imports this module.
+    # Consumers are ``Any`` here: filtex_broker.relay.consumers imports this module.
     def candidates(self, consumer: Any, message: FilterMessage) -> tuple[Any, ...] | None:
         """The consumers of ``consumer``'s queue that may match (None: not indexed there)."""
         ...
@@ -87,7 +87,7 @@ class SharingPort(Protocol):
 
 
 class UpstreamPort(Protocol):
-    """The upstream connection (``broker.relay.upstream.Upstream``) as relay links see it."""
+    """The upstream connection (``filtex_broker.relay.upstream.Upstream``) as relay links see it."""
 
     plugin: FiltexPlugin
     origins: OriginStamp

@@ -20,7 +20,7 @@ from proton import (
     symbol,
 )
 
-from broker.loop.engine import (
+from filtex_broker.loop.engine import (
     ACCEPTED,
     MODIFIED,
     REJECTED,
@@ -32,7 +32,7 @@ from broker.loop.engine import (
     send_bytes,
     wrap_delivery,
 )
-from broker.relay.common import (
+from filtex_broker.relay.common import (
     NOT_IMPLEMENTED,
     SELECTOR_SYMBOL,
     UpstreamPort,

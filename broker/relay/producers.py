@@ -18,7 +18,7 @@ from proton import (
     Terminus,
 )
 
-from broker.loop.engine import (
+from filtex_broker.loop.engine import (
     ACCEPTED,
     MODIFIED,
     REJECTED,
@@ -29,9 +29,9 @@ from broker.loop.engine import (
     send_bytes,
     wrap_delivery,
 )
-from broker.nodes.producer import Producer
-from broker.nodes.registry import Registry
-from broker.relay.common import (
+from filtex_broker.nodes.producer import Producer
+from filtex_broker.nodes.registry import Registry
+from filtex_broker.relay.common import (
     NOT_IMPLEMENTED,
     UpstreamPort,
     UpstreamSide,

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from broker.relay.consumers import RelayConsumer
+from filtex_broker.relay.consumers import RelayConsumer
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import FilterMessage
 

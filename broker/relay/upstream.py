@@ -15,7 +15,7 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   (at-least-once).
 * Non-matching messages on a **queue** are not consumed. Where the upstream
   honours ``modified`` with undeliverable-here (``upstream_non_match``; ``auto``
-  asks :mod:`broker.relay.brokers`), they are settled so at once: the upstream
+  asks :mod:`filtex_broker.relay.brokers`), they are settled so at once: the upstream
   offers them to its other consumers and never again to this link. Elsewhere they
   are held, unsettled, while the link lives (at most ``upstream_held`` per link; then the
   link takes no more from the upstream until it detaches) and released when it
@@ -31,11 +31,11 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   with ``amqp:resource-deleted`` if the upstream connection goes, as the node
   does). Browse and dynamic links get no upstream credit until the upstream's
   attach grants what they asked; upstreams known not to do either
-  (:mod:`broker.relay.brokers`: RabbitMQ echoes ``copy`` and consumes) are
+  (:mod:`filtex_broker.relay.brokers`: RabbitMQ echoes ``copy`` and consumes) are
   refused with ``amqp:not-implemented``.
 * A downstream **sender**'s messages are forwarded, as the bytes that arrived
   plus one message annotation naming the relay connection (for no-local on the
-  way back: :mod:`broker.relay.origin`), to an upstream sender on the same
+  way back: :mod:`filtex_broker.relay.origin`), to an upstream sender on the same
   address (an anonymous one, for a producer without a target address, if the
   upstream offers ``ANONYMOUS-RELAY``); the downstream delivery is settled
   with the upstream's outcome. The downstream credit mirrors the upstream's.
@@ -44,7 +44,7 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   (``--no-upstream-verify-hostname`` to switch it off).
 * **Pushdown**: when selectors are pushed (``upstream_selector`` ``always``, or
   ``auto`` and the upstream offers ``APACHE.ORG:SELECTOR`` or names a product
-  known to evaluate selectors: :mod:`broker.relay.brokers`), the part of the
+  known to evaluate selectors: :mod:`filtex_broker.relay.brokers`), the part of the
   downstream filter set that a JMS selector expresses (:mod:`filtex_proton.pushdown`:
   a client's own JMS selector as it is, plus the translatable SQL, property, group
   and constant filters) is put on the upstream source; the whole filter set is
@@ -83,17 +83,17 @@ from proton import (
     Terminus,
 )
 
-from broker.client import ClientConnection, is_idle_timeout
-from broker.loop.engine import impl
-from broker.nodes.registry import Registry
-from broker.relay.brokers import (
+from filtex_broker.client import ClientConnection, is_idle_timeout
+from filtex_broker.loop.engine import impl
+from filtex_broker.nodes.registry import Registry
+from filtex_broker.relay.brokers import (
     KnownBroker,
     decide_non_match,
     decide_pushdown,
     identify,
     topic_address,
 )
-from broker.relay.common import (
+from filtex_broker.relay.common import (
     ANONYMOUS_RELAY,
     ATTACH_TIMEOUT,
     BACKOFF_MAX,
@@ -105,12 +105,12 @@ from broker.relay.common import (
     AttachDeadline,
     UpstreamSide,
 )
-from broker.relay.consumers import RelayConsumer
-from broker.relay.origin import OriginStamp
-from broker.relay.producers import RelayProducer
-from broker.relay.sharing import QueueSharing
-from broker.settings import BrokerConfig
-from broker.terminus import TerminusRequest, refuse
+from filtex_broker.relay.consumers import RelayConsumer
+from filtex_broker.relay.origin import OriginStamp
+from filtex_broker.relay.producers import RelayProducer
+from filtex_broker.relay.sharing import QueueSharing
+from filtex_broker.settings import BrokerConfig
+from filtex_broker.terminus import TerminusRequest, refuse
 from filtex_proton.plugin import (
     DecodeError,
     FilterMessage,
@@ -122,7 +122,7 @@ if TYPE_CHECKING:
 
     from proton import Event
 
-    from broker.loop.fast import FastContainer
+    from filtex_broker.loop.fast import FastContainer
 
 __all__ = ["RelayLink", "SessionGrace", "Upstream", "upstream_ssl_domain"]
 

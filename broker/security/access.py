@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Final
 
 from proton import Condition, Link, Sender
 
-from broker.nodes.producer import Producer
-from broker.nodes.registry import Registry
-from broker.security.permissions import Action, Principal
-from broker.terminus import TerminusRequest, lookup_key
+from filtex_broker.nodes.producer import Producer
+from filtex_broker.nodes.registry import Registry
+from filtex_broker.security.permissions import Action, Principal
+from filtex_broker.terminus import TerminusRequest, lookup_key
 from filtex_proton.amqp import MISSING, DecodeError, Section
 from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
-    from broker.security.auth import Identity
+    from filtex_broker.security.auth import Identity
 
 __all__ = ["UNAUTHORIZED", "guard_relay", "principal_of", "refusal", "relay_refusal"]
 

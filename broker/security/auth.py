@@ -14,7 +14,7 @@ The policy (decided here, documented in docs/BROKER.md "Security"):
 
 A password that is not in the cache of recent successes is not checked here:
 :meth:`AccessPolicy.authenticate` returns a :class:`PlainCheck` that the gate
-runs off the event loop (:mod:`broker.security.verifier`), and :meth:`AccessPolicy.checked`
+runs off the event loop (:mod:`filtex_broker.security.verifier`), and :meth:`AccessPolicy.checked`
 turns its result into the outcome. Grants are looked up per attach
 (:class:`Identity`), so a reloaded users file applies to new attaches of
 existing connections.
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from broker.security.permissions import Grants, Principal
-from broker.security.sasl import Outcome
-from broker.security.users import ANONYMOUS, Users, UsersError, load_users
+from filtex_broker.security.permissions import Grants, Principal
+from filtex_broker.security.sasl import Outcome
+from filtex_broker.security.users import ANONYMOUS, Users, UsersError, load_users
 
 __all__ = ["AccessPolicy", "ConnectionFacts", "Identity", "PlainCheck", "anonymous_default",
            "is_loopback"]

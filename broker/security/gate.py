@@ -1,14 +1,14 @@
 """Secured listeners: TLS handshake and SASL exchange on the socket, then a plain Proton transport.
 
 For a connection accepted by a secured listener the broker - not Proton -
-runs TLS (Python's ``ssl``) and the SASL layer (:mod:`broker.security.sasl`), driven
+runs TLS (Python's ``ssl``) and the SASL layer (:mod:`filtex_broker.security.sasl`), driven
 by selectable events while the connection is young. Once SASL succeeds it
 does what Proton's ``Acceptor`` does (a connection, a server ``Transport``
 without SASL, bound to the same selectable) and hands the socket to the fast
 event loop; bytes the client pipelined after SASL are pushed into the
 transport. The connection carries its :class:`Identity` as
 ``connection.broker_identity`` (grants are looked up per attach). Password
-checks run on worker threads (:mod:`broker.security.verifier`); the SASL outcome goes
+checks run on worker threads (:mod:`filtex_broker.security.verifier`); the SASL outcome goes
 out when the result is back. Listeners without any security keep Proton's
 own ``Acceptor``: their path is unchanged.
 """
@@ -24,16 +24,16 @@ from typing import TYPE_CHECKING, Any, cast
 
 from proton import Handler, Transport, Url
 
-from broker.loop import proton_internals as internals
-from broker.security.auth import AccessPolicy, ConnectionFacts, Identity, PlainCheck
-from broker.security.sasl import SYS_TEMP, Outcome, SaslServer, State
-from broker.security.tls import TlsSocket, peer_identity
-from broker.security.verifier import Cancellable, Limits, PasswordVerifier
+from filtex_broker.loop import proton_internals as internals
+from filtex_broker.security.auth import AccessPolicy, ConnectionFacts, Identity, PlainCheck
+from filtex_broker.security.sasl import SYS_TEMP, Outcome, SaslServer, State
+from filtex_broker.security.tls import TlsSocket, peer_identity
+from filtex_broker.security.verifier import Cancellable, Limits, PasswordVerifier
 
 if TYPE_CHECKING:
     from proton import Event
 
-    from broker.loop.fast import FastContainer
+    from filtex_broker.loop.fast import FastContainer
 
 __all__ = ["Gate", "SecureAcceptor"]
 

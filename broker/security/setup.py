@@ -13,11 +13,11 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.security.auth import AccessPolicy, anonymous_default, is_loopback
-from broker.security.gate import Gate
-from broker.security.tls import VERIFY_MODES, TlsError, TlsSettings, server_context
-from broker.security.users import Users, UsersError, load_users
-from broker.settings import BrokerConfig, ConfigError, parse_listen, split_list
+from filtex_broker.security.auth import AccessPolicy, anonymous_default, is_loopback
+from filtex_broker.security.gate import Gate
+from filtex_broker.security.tls import VERIFY_MODES, TlsError, TlsSettings, server_context
+from filtex_broker.security.users import Users, UsersError, load_users
+from filtex_broker.settings import BrokerConfig, ConfigError, parse_listen, split_list
 
 __all__ = ["build_gate", "reload_users", "tls_listeners", "validate_security"]
 

@@ -76,7 +76,7 @@ class TlsSocket:
 
     Decrypted bytes that OpenSSL already holds are invisible to ``select``; when a
     read leaves some behind, the selectable is put in ``buffered`` and the event
-    loop reads it again without waiting (see ``broker.loop.fast``).
+    loop reads it again without waiting (see ``filtex_broker.loop.fast``).
     """
 
     __slots__ = ("buffered", "selectable", "sock")

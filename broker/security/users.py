@@ -19,7 +19,7 @@ A TOML file, so an operator can read and edit it by hand::
 Passwords are stored as scrypt hashes with a per-user random salt and the
 cost parameters in the string, so they can be raised later without breaking
 old entries; they are compared in constant time. ``filtex-broker-users add``
-writes entries (see :mod:`broker.security.users_cli`).
+writes entries (see :mod:`filtex_broker.security.users_cli`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from broker.security.permissions import Grants, PatternError
+from filtex_broker.security.permissions import Grants, PatternError
 
 __all__ = ["ANONYMOUS", "User", "Users", "UsersError", "hash_password", "load_users",
            "verify_password"]

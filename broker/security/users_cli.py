@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from broker.security.users import ANONYMOUS, UsersError, hash_password, load_users
+from filtex_broker.security.users import ANONYMOUS, UsersError, hash_password, load_users
 
 __all__ = ["main"]
 

@@ -31,7 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
 
-from broker.security.users import verify_password
+from filtex_broker.security.users import verify_password
 
 __all__ = ["Limits", "PasswordVerifier"]
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 if TYPE_CHECKING:
-    from broker.nodes.entry import Entry
+    from filtex_broker.nodes.entry import Entry
 
 __all__ = ["COMPACT_MIN_BYTES", "Account", "Journal", "Recovered", "Store", "StoreLockedError"]
 
@@ -93,7 +93,7 @@ def parse(data: bytes) -> tuple[list[tuple[int, int, bytes]], int]:
 
 class Account(Protocol):
     """Where the store's write buffers are charged while they wait for the disk (the broker's
-    memory budget, ``broker.nodes.budget.MemoryBudget``)."""
+    memory budget, ``filtex_broker.nodes.budget.MemoryBudget``)."""
 
     def charge(self, cost: int) -> None: ...
 
@@ -305,11 +305,11 @@ class Store:
     # -- journals (reactor thread) -----------------------------------------------------------
 
     def for_queue(self, address: str) -> Journal:
-        """The log of a new queue (``broker.nodes.node.Durability``)."""
+        """The log of a new queue (``filtex_broker.nodes.node.Durability``)."""
         return self.journal(queue_meta(address))
 
     def for_subscription(self, topic: str, container_id: str, link_name: str) -> Journal:
-        """The log of a new durable subscription (``broker.nodes.node.Durability``)."""
+        """The log of a new durable subscription (``filtex_broker.nodes.node.Durability``)."""
         return self.journal(subscription_meta(topic, container_id, link_name))
 
     def journal(self, meta: dict[str, Any]) -> Journal:

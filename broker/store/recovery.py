@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING
 
 from proton import Data
 
-from broker.nodes.entry import Entry
-from broker.nodes.queue import Queue
-from broker.nodes.topic import Topic
-from broker.store.log import Recovered, Store, describe
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.topic import Topic
+from filtex_broker.store.log import Recovered, Store, describe
 from filtex_proton.errors import FilterError
 from filtex_proton.plugin import FiltexPlugin, LinkFilter
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from broker.nodes.registry import Registry
+    from filtex_broker.nodes.registry import Registry
 
 __all__ = ["open_store"]
 

@@ -18,7 +18,7 @@ from proton import Data, Delivery, Described, Endpoint, Handler, Message, Termin
 from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender, LinkDetached
 
-from broker.server import Broker
+from filtex_broker.server import Broker
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
 
 from .broker_clients import HIGH_DESCRIPTORS, BrokerFactory, DiskFull, RunningBroker
 from .browser import chromium_missing, screenshot_name, start_chrome
@@ -77,7 +77,7 @@ def broker(broker_factory: BrokerFactory) -> RunningBroker:
 @pytest.fixture
 def disk_full(monkeypatch: pytest.MonkeyPatch) -> DiskFull:
     """Set ``.full`` to make the durable store's writes fail as on a full disk."""
-    from broker.store import log as store
+    from filtex_broker.store import log as store
 
     state = DiskFull()
     real_fsync = store.os.fsync

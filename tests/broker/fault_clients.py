@@ -121,7 +121,7 @@ def numbers(lines: list[str], kind: str) -> list[int]:
 
 
 class BrokerProcess:
-    """``python -m broker`` on an ephemeral port (restartable on the same data directory)."""
+    """``python -m filtex_broker`` on an ephemeral port (restartable on the same data directory)."""
 
     def __init__(self, tmp_path: Path, *extra: str) -> None:
         self.tmp_path = tmp_path
@@ -134,7 +134,7 @@ class BrokerProcess:
         ready.unlink(missing_ok=True)
         log = (self.tmp_path / "broker.log").open("ab")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file",
+            [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
              str(ready), *self.extra], cwd=REPO, stderr=log)
         log.close()
         deadline = time.monotonic() + TIMEOUT

@@ -14,7 +14,7 @@ import pytest
 from proton import Delivery
 from proton.utils import ConnectionClosed
 
-from broker.error_rate import InducedErrors
+from filtex_broker.error_rate import InducedErrors
 from filtex_proton.amqp.message import encode_message
 
 from .broker_clients import (
@@ -199,7 +199,7 @@ def test_bad_settings_are_refused() -> None:
 
 
 def test_the_settings_come_from_flags_environment_and_are_checked() -> None:
-    from broker.config import ConfigError, load_config
+    from filtex_broker.config import ConfigError, load_config
 
     config = load_config(["--max-evaluation-errors-per-second", "5",
                           "--evaluation-error-action", "close"],

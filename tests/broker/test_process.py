@@ -98,7 +98,8 @@ def test_messages_are_forwarded_as_the_bytes_that_arrived(broker: RunningBroker)
 def _start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], str]:
     ready = tmp_path / "ready"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
+         str(ready),
          *extra],
         cwd=REPO, stderr=subprocess.PIPE, text=True,
     )
@@ -161,13 +162,14 @@ def test_logs_connections_links_and_refusals(process: tuple[subprocess.Popen[str
 
 
 def test_help_has_an_example() -> None:
-    out = subprocess.run([sys.executable, "-m", "broker", "--help"], cwd=REPO,
+    out = subprocess.run([sys.executable, "-m", "filtex_broker", "--help"], cwd=REPO,
                          capture_output=True, text=True, check=True, timeout=TIMEOUT).stdout
     assert "example:" in out and "--listen" in out and "--max-sql-length" in out
 
 
 def test_bad_configuration_exits_2(tmp_path: Path) -> None:
-    result = subprocess.run([sys.executable, "-m", "broker", "--listen", "nowhere"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "filtex_broker", "--listen", "nowhere"],
+                            cwd=REPO,
                             capture_output=True, text=True, timeout=TIMEOUT, check=False)
     assert result.returncode == 2
     assert "HOST:PORT" in result.stderr
@@ -175,7 +177,7 @@ def test_bad_configuration_exits_2(tmp_path: Path) -> None:
 
 def test_port_in_use_exits_1(process: tuple[subprocess.Popen[str], str]) -> None:
     _, url = process
-    result = subprocess.run([sys.executable, "-m", "broker", "--listen", url], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "filtex_broker", "--listen", url], cwd=REPO,
                             capture_output=True, text=True, timeout=TIMEOUT, check=False,
                             env={**os.environ, "FILTEX_SHUTDOWN_GRACE": "1"})
     assert result.returncode == 1
@@ -184,7 +186,7 @@ def test_port_in_use_exits_1(process: tuple[subprocess.Popen[str], str]) -> None
 
 def test_console_script_is_declared() -> None:
     text = (REPO / "pyproject.toml").read_text()
-    assert 'filtex-broker = "broker.__main__:main"' in text
+    assert 'filtex-broker = "filtex_broker.__main__:main"' in text
 
 
 def test_symbol_capabilities_are_symbols(broker: RunningBroker) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from proton import Delivery
 
-from broker.nodes.queue import Queue
-from broker.store.log import COMPACT_MIN_BYTES
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.store.log import COMPACT_MIN_BYTES
 from filtex_proton.amqp.message import encode_message
 
 from .broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver, wait_received

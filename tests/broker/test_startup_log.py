@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from broker.config import describe, load_config
+from filtex_broker.config import describe, load_config
 
 from .broker_clients import connect
 from .fault_clients import REPO, BrokerProcess
@@ -34,7 +34,7 @@ def test_each_connection_is_logged_once(tmp_path: Path) -> None:
 
 
 def test_help_shows_an_example_of_each_mode() -> None:
-    shown = subprocess.run([sys.executable, "-m", "broker", "--help"], cwd=REPO,
+    shown = subprocess.run([sys.executable, "-m", "filtex_broker", "--help"], cwd=REPO,
                            capture_output=True, text=True, timeout=60, check=True).stdout
     for flag in ("--upstream amqp://", "--data-dir /", "--console 127.0.0.1:", "--metrics 127",
                  "--archive /", "--users users.toml"):

@@ -48,7 +48,8 @@ def relay(workdir: Path, upstream: str, *extra: str) -> Iterator[str]:
     ready = workdir / f"relay-{uuid.uuid4().hex[:6]}.ready"
     log = (workdir / "relay.log").open("ab")
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
+         str(ready),
          "--upstream", upstream, *extra],
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:

@@ -23,7 +23,7 @@ from proton import ConnectionException, Described, Message, Timeout, symbol
 from proton.reactor import Copy, DurableSubscription
 from proton.utils import BlockingConnection, BlockingReceiver
 
-from broker.relay.brokers import decide_non_match, decide_pushdown, identify
+from filtex_broker.relay.brokers import decide_non_match, decide_pushdown, identify
 from upstreams.activemq import DLQ, ActiveMQ
 
 from ..relay.relay_support import RelayProcess

@@ -1,7 +1,7 @@
 """The relay in front of a real ActiveMQ Artemis 2.40 (Maven Central, its default configuration).
 
 Artemis runs as a child process for the whole test session (``tests/conftest.py``,
-``upstreams/artemis.py``); each test starts the relays it needs (``python -m broker
+``upstreams/artemis.py``); each test starts the relays it needs (``python -m filtex_broker
 --upstream ...``, with the console on, whose per-link ``received`` counts what the relay's
 upstream link took from Artemis) and uses python-qpid-proton clients. What Artemis does by
 default and the relay relies on (docs/BROKER.md, "ActiveMQ Artemis"): an address a client

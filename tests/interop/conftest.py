@@ -3,7 +3,7 @@
 The clients under test are programs we did not write (rhea on Node, Qpid
 Proton C and C++, cli-proton-python, go-amqp, fe2o3-amqp); they run as
 subprocesses against a broker that runs the way an operator runs it
-(``python -m broker``), over real sockets.
+(``python -m filtex_broker``), over real sockets.
 """
 
 from __future__ import annotations
@@ -28,7 +28,8 @@ START_TIMEOUT = 60.0
 def interop_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerAddress]:
     ready = tmp_path_factory.mktemp("interop-broker") / "ready"
     process = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready)],
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
+         str(ready)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:

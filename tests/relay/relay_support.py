@@ -42,7 +42,7 @@ class TopicSource(ReceiverOption):
 
 
 class RelayProcess:
-    """``python -m broker --upstream URL`` on a free port, with its log in a file."""
+    """``python -m filtex_broker --upstream URL`` on a free port, with its log in a file."""
 
     def __init__(self, upstream: str, workdir: Path, *extra: str) -> None:
         self.workdir = workdir
@@ -52,7 +52,7 @@ class RelayProcess:
         self.log_path = workdir / "relay.log"
         self._log = self.log_path.open("a")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file",
+            [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
              str(ready), "--upstream", upstream, *extra],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
         )

@@ -19,9 +19,9 @@ import pytest
 from proton import Delivery, Message
 from proton.utils import BlockingConnection, BlockingSender, LinkDetached
 
-from broker.config import BrokerConfig
-from broker.security.users import hash_password
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.security.users import hash_password
+from filtex_broker.server import Broker
 
 from .relay_rabbit import free_port
 from .relay_support import RelayFactory

@@ -15,8 +15,8 @@ import pytest
 from proton import Delivery
 from proton.utils import BlockingConnection, BlockingSender
 
-from broker.config import BrokerConfig
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 
@@ -103,7 +103,7 @@ def test_the_relay_rejects_malformed_messages_and_goes_on(
 
 def test_what_the_relay_forwards_passes_the_check_upstream() -> None:
     """The origin stamp rewrites message-annotations: the result must still be well-formed."""
-    from broker.relay.origin import OriginStamp
+    from filtex_broker.relay.origin import OriginStamp
     from filtex_proton.amqp.validate import validate_message
 
     data = encode_message(message_annotations={"x-opt-a": 1}, properties={"to": "q"},

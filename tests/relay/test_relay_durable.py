@@ -10,8 +10,8 @@ from proton import Described, Message, symbol
 from proton.reactor import DurableSubscription, Filter
 from proton.utils import BlockingConnection, BlockingReceiver
 
-from broker.config import BrokerConfig
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
 
 from .relay_rabbit import free_port
 from .relay_support import RelayFactory, RelayProcess, TopicSource, accepted_ids

@@ -167,7 +167,7 @@ def test_a_partition_from_the_upstream_is_detected_and_healed(
     ready = tmp_path / "upstream.ready"
     log = (tmp_path / "upstream.log").open("w")
     upstream = subprocess.Popen(
-        ["ip", "netns", "exec", partition.far, sys.executable, "-m", "broker", "--listen",
+        ["ip", "netns", "exec", partition.far, sys.executable, "-m", "filtex_broker", "--listen",
          f"{partition.far_ip}:5672", "--allow-anonymous", "--ready-file", str(ready),
          "--idle-timeout", str(IDLE)],
         cwd=ROOT, stderr=log)

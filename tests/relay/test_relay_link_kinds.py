@@ -14,8 +14,8 @@ from proton import Described, Endpoint, Event, Handler, Link, Message, symbol
 from proton.reactor import Container, Copy, Filter, LinkOption
 from proton.utils import BlockingConnection, LinkDetached
 
-from broker.config import BrokerConfig
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
 
 from .relay_rabbit import Rabbit, free_port
 from .relay_support import RelayFactory, RelayProcess, accepted_ids

@@ -16,10 +16,10 @@ from proton import Data, Delivery, Described, Message, Timeout, symbol
 from proton.reactor import Filter, LinkOption
 from proton.utils import BlockingConnection, BlockingReceiver
 
-from broker.config import BrokerConfig
-from broker.nodes.consumer import Consumer
-from broker.nodes.queue import Queue
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.nodes.consumer import Consumer
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.server import Broker
 from filtex_proton import __version__
 
 from .relay_rabbit import Rabbit, free_port

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from proton import Message, byte, symbol
 
-from broker.relay.origin import ORIGIN_KEY, OriginStamp
+from filtex_broker.relay.origin import ORIGIN_KEY, OriginStamp
 from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 

@@ -13,8 +13,8 @@ from proton import Described, Message, symbol
 from proton.reactor import Filter
 from proton.utils import BlockingConnection
 
-from broker.config import BrokerConfig
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
 
 from .relay_rabbit import free_port
 from .relay_support import RelayFactory

@@ -20,8 +20,8 @@ from proton import (
 from proton.reactor import Container, Filter
 from proton.utils import BlockingConnection
 
-from broker.config import BrokerConfig
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
 
 from .relay_rabbit import free_port
 from .relay_support import RelayFactory

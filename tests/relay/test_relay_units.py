@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from proton import Data, Described, symbol, ulong
 
-from broker.config import ConfigError, describe, load_config
+from filtex_broker.config import ConfigError, describe, load_config
 from filtex_proton.filterset import decode_filter_set
 from filtex_proton.pushdown import client_selector
 
@@ -82,8 +82,8 @@ def test_consumers_opened_before_session_ends_are_answered_are_logged(
         caplog: pytest.LogCaptureFixture) -> None:
     # the forced open after SESSION_GRACE_MAX is where RabbitMQ 3.10 may mix up channels:
     # a reconnect that follows it must be told apart from others in the log
-    from broker.relay.upstream import SessionGrace, Upstream
-    from broker.settings import BrokerConfig
+    from filtex_broker.relay.upstream import SessionGrace, Upstream
+    from filtex_broker.settings import BrokerConfig
     from filtex_proton.plugin import FiltexPlugin
 
     upstream = Upstream(BrokerConfig(upstream="amqp://h:1"), FiltexPlugin())

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from proton import symbol
 
-from broker.config import ConfigError, load_config
-from broker.relay.brokers import (
+from filtex_broker.config import ConfigError, load_config
+from filtex_broker.relay.brokers import (
     KNOWN_BROKERS,
     decide_non_match,
     decide_pushdown,

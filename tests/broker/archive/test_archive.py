@@ -25,10 +25,10 @@ pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip instal
 
 from proton import Delivery, symbol, ubyte, uint  # noqa: E402
 
-from broker.archive.process import ArchiveOpenError, WriterProcess  # noqa: E402
-from broker.archive.wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E402
-from broker.config import ConfigError, load_config  # noqa: E402
-from broker.nodes.queue import Queue  # noqa: E402
+from filtex_broker.archive.process import ArchiveOpenError, WriterProcess  # noqa: E402
+from filtex_broker.archive.wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E402
+from filtex_broker.config import ConfigError, load_config  # noqa: E402
+from filtex_broker.nodes.queue import Queue  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.archive import (  # noqa: E402
     ArchiveVersionError,
@@ -99,7 +99,8 @@ def archiving_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], s
     archive = tmp_path / "archive"
     ready = tmp_path / "ready"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file", str(ready),
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
+         str(ready),
          "--archive", str(archive)],
         cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
@@ -620,7 +621,7 @@ def test_an_archive_that_cannot_be_opened_is_a_clear_exit_1(tmp_path: Path) -> N
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     result = subprocess.run(
-        [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--archive",
+        [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--archive",
          str(blocker / "archive")],
         cwd=REPO, capture_output=True, text=True, timeout=TIMEOUT, check=False,
     )

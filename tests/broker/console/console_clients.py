@@ -13,7 +13,7 @@ from typing import Any
 
 from proton.utils import BlockingConnection, BlockingReceiver
 
-from broker.security.users import hash_password
+from filtex_broker.security.users import hash_password
 
 from ..broker_clients import (
     BrokerFactory,

@@ -22,8 +22,8 @@ from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from broker.server import Broker
-from broker.settings import BrokerConfig
+from filtex_broker.server import Broker
+from filtex_broker.settings import BrokerConfig
 
 from ..broker_clients import TopicOption, filters
 from ..browser import start_chrome

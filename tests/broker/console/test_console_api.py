@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import ConfigError, load_config
-from broker.server import Broker
+from filtex_broker.config import ConfigError, load_config
+from filtex_broker.server import Broker
 
 from ..broker_clients import (
     BrokerFactory,

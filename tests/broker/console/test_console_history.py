@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from broker.console.history import History
-from broker.console.snapshot import LinkCopy, NodeCopy, Overview
+from filtex_broker.console.history import History
+from filtex_broker.console.snapshot import LinkCopy, NodeCopy, Overview
 
 
 def _link(link_id: str, *, sent: int = 0, evaluated: int = 0, matched: int = 0,

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from proton import Described, Message, symbol
 
-from broker.config import BrokerConfig, ConfigError, load_config
-from broker.loop import proton_internals
-from broker.loop.auto import choose_loop, make_container
-from broker.loop.fast import FastContainer
-from broker.loop.stock import StockContainer
-from broker.security.users import hash_password
-from broker.server import Broker
+from filtex_broker.config import BrokerConfig, ConfigError, load_config
+from filtex_broker.loop import proton_internals
+from filtex_broker.loop.auto import choose_loop, make_container
+from filtex_broker.loop.fast import FastContainer
+from filtex_broker.loop.stock import StockContainer
+from filtex_broker.security.users import hash_password
+from filtex_broker.server import Broker
 
 from ..broker_clients import (
     BrokerFactory,

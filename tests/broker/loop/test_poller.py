@@ -18,7 +18,7 @@ from typing import Any, Final
 
 import pytest
 
-from broker.loop.poller import PollSelector
+from filtex_broker.loop.poller import PollSelector
 
 from ..broker_clients import HIGH_DESCRIPTORS, bodies, connect, message, send
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from proton import Delivery, symbol
 
-from broker.nodes.consumer import Consumer
-from broker.nodes.queue import Queue
+from filtex_broker.nodes.consumer import Consumer
+from filtex_broker.nodes.queue import Queue
 from filtex_proton.amqp.message import encode_message
 
 from ..broker_clients import (

@@ -21,15 +21,20 @@ from typing import Any
 import pytest
 from proton import Delivery, Message, Timeout
 
-from broker.config import load_config
-from broker.memory import DEFAULT_SHARE, cgroup_memory_limit, default_max_memory, physical_memory
-from broker.nodes.budget import LOW_MARK, PER_ENTRY, MemoryBudget, bytes_cost, entry_cost
-from broker.nodes.entry import Entry
-from broker.nodes.node import NodeLimits
-from broker.nodes.queue import Queue
-from broker.nodes.registry import Registry
-from broker.settings import ConfigError, parse_size
-from broker.store.log import Store
+from filtex_broker.config import load_config
+from filtex_broker.memory import (
+    DEFAULT_SHARE,
+    cgroup_memory_limit,
+    default_max_memory,
+    physical_memory,
+)
+from filtex_broker.nodes.budget import LOW_MARK, PER_ENTRY, MemoryBudget, bytes_cost, entry_cost
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import NodeLimits
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.registry import Registry
+from filtex_broker.settings import ConfigError, parse_size
+from filtex_broker.store.log import Store
 from filtex_proton.plugin import FilterMessage, FiltexPlugin
 
 from ..broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver

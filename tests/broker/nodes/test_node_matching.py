@@ -13,10 +13,10 @@ from typing import Any
 
 from proton import Described, symbol
 
-from broker.nodes.entry import Entry
-from broker.nodes.node import NodeLimits
-from broker.nodes.queue import MATCHER_FROM, Queue
-from broker.nodes.topic import Topic
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import NodeLimits
+from filtex_broker.nodes.queue import MATCHER_FROM, Queue
+from filtex_broker.nodes.topic import Topic
 from filtex_proton.amqp.message import encode_message
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 
@@ -139,7 +139,7 @@ def test_a_returned_message_is_offered_again_to_whoever_matches_it_now() -> None
     queue.publish(region_message("a", 7))
     assert numbers(first) == [7] and not again.got
     entry = first.got[0]
-    from broker.nodes.redelivery import bump_delivery_count
+    from filtex_broker.nodes.redelivery import bump_delivery_count
 
     data = bump_delivery_count(entry.data)
     queue.resize(entry, data, FilterMessage(data))

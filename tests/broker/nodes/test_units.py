@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 from proton import uint
 
-from broker.config import BrokerConfig, ConfigError, load_config, parse_listen
-from broker.nodes.entry import Entry
-from broker.nodes.node import NodeLimits
-from broker.nodes.queue import Queue
-from broker.nodes.redelivery import bump_delivery_count
-from broker.terminus import TerminusRequest, lookup_key, subscription_key
+from filtex_broker.config import BrokerConfig, ConfigError, load_config, parse_listen
+from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.node import NodeLimits
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.redelivery import bump_delivery_count
+from filtex_broker.terminus import TerminusRequest, lookup_key, subscription_key
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import MISSING, Section
 from filtex_proton.plugin import FilterMessage

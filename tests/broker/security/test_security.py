@@ -21,9 +21,9 @@ from proton import ConnectionException, Delivery, Message, SSLDomain
 from proton.reactor import Copy
 from proton.utils import BlockingConnection, LinkDetached, SendException
 
-from broker.config import ConfigError, load_config
-from broker.security.sasl import AMQP_HEADER, SASL_HEADER
-from broker.security.users import hash_password
+from filtex_broker.config import ConfigError, load_config
+from filtex_broker.security.sasl import AMQP_HEADER, SASL_HEADER
+from filtex_broker.security.users import hash_password
 
 from ..broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect, message, send
 from ..certs import Certs, Pair, make_certs
@@ -205,7 +205,7 @@ def test_a_silent_client_is_dropped_after_the_auth_timeout(
 
 def test_pipelined_amqp_after_sasl_reaches_the_transport(secured: RunningBroker) -> None:
     """A client may send the AMQP header right behind its sasl-init (no round trip)."""
-    from broker.security.sasl import frame
+    from filtex_broker.security.sasl import frame
 
     host, port = secured.broker.addresses[0]
     init = frame(0x41, [_symbol("PLAIN"), b"\0alice\0alice-pw"])
@@ -315,7 +315,8 @@ def test_stopping_drops_connections_still_negotiating(
 
 
 def test_users_command_help_shows_an_example() -> None:
-    result = subprocess.run([sys.executable, "-m", "broker.security.users_cli", "--help"], cwd=REPO,
+    result = subprocess.run([sys.executable, "-m", "filtex_broker.security.users_cli", "--help"],
+                            cwd=REPO,
                             capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 0
     assert "filtex-broker-users add users.toml alice --send 'orders.#'" in result.stdout
@@ -448,7 +449,7 @@ def test_refuses_to_listen_beyond_loopback_without_auth() -> None:
     with pytest.raises(ConfigError, match=r"beyond loopback.*--users FILE.*--allow-anonymous"):
         load_config(["--listen", "0.0.0.0:0"], env={})
     assert load_config(["--listen", "0.0.0.0:0", "--allow-anonymous"], env={}).allow_anonymous
-    result = subprocess.run([sys.executable, "-m", "broker", "--listen", "0.0.0.0:0"],
+    result = subprocess.run([sys.executable, "-m", "filtex_broker", "--listen", "0.0.0.0:0"],
                             cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
     assert result.returncode == 2
     assert "without authentication" in result.stderr

@@ -22,8 +22,8 @@ import pytest
 from proton import symbol
 from proton.utils import BlockingConnection
 
-from broker.security.sasl import SASL_HEADER, frame
-from broker.security.users import hash_password
+from filtex_broker.security.sasl import SASL_HEADER, frame
+from filtex_broker.security.users import hash_password
 from filtex_proton.amqp import decode_value
 
 from ..broker_clients import BrokerFactory, message, send

@@ -19,7 +19,7 @@ import pytest
 from proton import ConnectionException
 from proton.utils import BlockingConnection, LinkDetached
 
-from broker.security.users import hash_password
+from filtex_broker.security.users import hash_password
 
 from ..broker_clients import TIMEOUT, connect, message, send
 
@@ -28,14 +28,14 @@ UNAUTHORIZED = "amqp:unauthorized-access"
 
 
 class BrokerProcess:
-    """``python -m broker`` with a users file, its log in a file."""
+    """``python -m filtex_broker`` with a users file, its log in a file."""
 
     def __init__(self, workdir: Path, users: Path) -> None:
         ready = workdir / "ready"
         self.log_path = workdir / "broker.log"
         self._log = self.log_path.open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--listen", "127.0.0.1:0", "--ready-file",
+            [sys.executable, "-m", "filtex_broker", "--listen", "127.0.0.1:0", "--ready-file",
              str(ready), "--users", str(users)],
             cwd=REPO, stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + TIMEOUT

@@ -11,18 +11,18 @@ from pathlib import Path
 import pytest
 from proton import Described, symbol
 
-from broker.security.auth import (
+from filtex_broker.security.auth import (
     AccessPolicy,
     ConnectionFacts,
     PlainCheck,
     anonymous_default,
     is_loopback,
 )
-from broker.security.permissions import Action, Grants, PatternError, compile_pattern
-from broker.security.sasl import AMQP_HEADER, SASL_HEADER, Outcome, SaslServer, State, frame
-from broker.security.tls import TlsSettings, TlsSocket, server_context
-from broker.security.users import UsersError, hash_password, load_users, verify_password
-from broker.security.users_cli import main as users_main
+from filtex_broker.security.permissions import Action, Grants, PatternError, compile_pattern
+from filtex_broker.security.sasl import AMQP_HEADER, SASL_HEADER, Outcome, SaslServer, State, frame
+from filtex_broker.security.tls import TlsSettings, TlsSocket, server_context
+from filtex_broker.security.users import UsersError, hash_password, load_users, verify_password
+from filtex_broker.security.users_cli import main as users_main
 from filtex_proton.amqp import decode_value, encode_value
 
 from ..certs import Certs, make_certs

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 from proton import Condition, Message, symbol
 
-from broker.security.access import relay_refusal
-from broker.security.auth import AccessPolicy, ConnectionFacts, PlainCheck
-from broker.security.permissions import Action, Grants, Principal
-from broker.security.sasl import SASL_HEADER, Outcome, SaslServer, State, frame
-from broker.security.users import hash_password, load_users
-from broker.security.verifier import Limits, PasswordVerifier
+from filtex_broker.security.access import relay_refusal
+from filtex_broker.security.auth import AccessPolicy, ConnectionFacts, PlainCheck
+from filtex_broker.security.permissions import Action, Grants, Principal
+from filtex_broker.security.sasl import SASL_HEADER, Outcome, SaslServer, State, frame
+from filtex_broker.security.users import hash_password, load_users
+from filtex_broker.security.verifier import Limits, PasswordVerifier
 from filtex_proton.amqp import decode_value
 from filtex_proton.plugin import FilterMessage
 

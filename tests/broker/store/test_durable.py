@@ -17,10 +17,10 @@ from proton import Delivery, Message
 from proton.reactor import DurableSubscription
 from proton.utils import SendException
 
-from broker.config import load_config
-from broker.nodes.queue import Queue
-from broker.store import log as store_module
-from broker.store.log import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
+from filtex_broker.config import load_config
+from filtex_broker.nodes.queue import Queue
+from filtex_broker.store import log as store_module
+from filtex_broker.store.log import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
 
 from ..broker_clients import (
     TIMEOUT,

@@ -259,8 +259,8 @@ def test_replay_through_the_filtex_broker(spark: SparkSession, corpus: Corpus) -
     The corpus holds messages a broker's door check refuses (irregular sections, kept to test
     the archive's exactness): the broker rejects those (amqp:decode-error), the replay counts
     them as rejected and exits 1, and every other match arrives, in archive order."""
-    broker_module = pytest.importorskip("broker.server")
-    from broker.config import BrokerConfig
+    broker_module = pytest.importorskip("filtex_broker.server")
+    from filtex_broker.config import BrokerConfig
     from filtex_proton.plugin import InvalidMessageError, validate_message
 
     def acceptable(data: bytes) -> bool:
