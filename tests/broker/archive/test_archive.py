@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,79 +16,33 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import pytest
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
 
-from proton import Delivery, symbol, ubyte, uint  # noqa: E402
+from proton import Delivery, uint  # noqa: E402
 
-from filtex_broker.archive.process import ArchiveOpenError, WriterProcess  # noqa: E402
-from filtex_broker.archive.wire import BATCH, CLOSE, Progress, encode_batch  # noqa: E402
 from filtex_broker.config import ConfigError, load_config  # noqa: E402
 from filtex_broker.nodes.queue import Queue  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.archive import (  # noqa: E402
-    ArchiveVersionError,
-    ArchiveWriter,
     address_directory,
-    check_archive,
     describe_typed,
-    iter_raw,
-    message_row,
     read_archive_table,
-    rows_to_table,
 )
 
 from ..broker_clients import (  # noqa: E402
     TIMEOUT,
     BrokerFactory,
     DiskFull,
-    RunningBroker,
     connect,
     raw_receiver,
     send_raw,
-    sql,
     wait_for,
     wait_received,
 )
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
-REPO = Path(__file__).resolve().parents[3]
-LONG_ADDRESS = "archive/" + "ü" * 140 + "/end?x=1"  # > 240 bytes escaped, unsafe characters
-
-
-def order(i: int, region: str, *, to: str | None = None) -> bytes:
-    """A message with typed fields the archive must keep apart (uint vs long, symbol)."""
-    properties: dict[str, Any] = {"subject": f"order.{i % 3}", "message-id": i}
-    if to is not None:
-        properties["to"] = to
-    return encode_message(
-        header={"priority": ubyte(i % 10), "durable": i % 2 == 0},
-        properties=properties,
-        message_annotations={symbol("x-opt-seq"): uint(i)},
-        application_properties={"region": region, "n": i, "u": uint(i)},
-        body=f"body {i}",
-    )
-
-
-def send_all(url: str, address: str | None, messages: list[bytes]) -> None:
-    conn = connect(url)
-    sender = conn.create_sender(address)
-    for data in messages:
-        assert send_raw(conn, sender, data).remote_state == Delivery.ACCEPTED
-    conn.close()
-
-
-def stop(running: RunningBroker) -> None:
-    """Stop a threaded broker: its archive is flushed and closed when ``run`` returns."""
-    running.broker.stop()
-    running.thread.join(TIMEOUT)
-    assert not running.thread.is_alive()
-
+from .archive_support import LONG_ADDRESS, REPO, order, send_all, stop  # noqa: E402
 
 # ----------------------------------------------------------------------------- the process
 
@@ -331,145 +284,6 @@ def test_a_write_error_is_logged_counted_and_the_broker_goes_on(
     assert read_archive_table(tmp_path, ["address"]).column("address").to_pylist() == ["fine"]
 
 
-# ----------------------------------------------------------------------------- the writer process
-
-
-def test_a_killed_writer_process_is_restarted_and_nothing_is_lost(
-    broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO, "filtex.broker.archive")
-    running = broker_factory(archive=str(tmp_path))
-    archiver = running.broker.archive
-    assert archiver is not None
-    first = [order(i, "EMEA") for i in range(150)]
-    send_all(running.url, "orders", first)
-    wait_for(lambda: archiver.stats.appended == len(first), "the writer never appended")
-    dead = archiver.writer_pid
-    os.kill(dead, signal.SIGKILL)  # its rows were only buffered: the broker still has them
-    wait_for(lambda: archiver.stats.restarts == 1 and archiver.writer_pid != dead,
-             "the writer was not restarted")
-    second = [order(i, "AMER") for i in range(150, 300)]
-    send_all(running.url, "orders", second)  # and the broker went on
-    stop(running)
-    assert f"the writer process {dead} exited unexpectedly" in caplog.text
-    assert "150 message(s) not yet written" in caplog.text
-    # Sent again to the new writer: in the archive once (nothing was written before the kill),
-    # numbered by the broker, in arrival order.
-    table = read_archive_table(tmp_path, ["raw", "sequence"])
-    assert table.column("raw").to_pylist() == first + second
-    sequences = table.column("sequence").to_pylist()
-    assert sequences == sorted(sequences) and len(set(sequences)) == 300
-    assert archiver.stats.appended == archiver.stats.offered == 300
-    assert archiver.stats.written == 300
-
-
-def test_a_writer_that_cannot_be_restarted_stalls_archiving_not_the_broker(
-    broker_factory: BrokerFactory, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-) -> None:
-    caplog.set_level(logging.INFO, "filtex.broker.archive")
-    archive = tmp_path / "archive"
-    running = broker_factory(archive=str(archive), archive_nodes=("archived",))
-    archiver = running.broker.archive
-    assert archiver is not None
-    send_all(running.url, "archived", [order(1, "EMEA")])
-    wait_for(lambda: archiver.stats.appended == 1, "the writer did not append")
-    archive.rename(tmp_path / "elsewhere")
-    archive.write_text("a file where the archive must be")  # no new writer can open it
-    os.kill(archiver.writer_pid, signal.SIGKILL)
-    wait_for(lambda: "cannot start a writer process" in caplog.text, "no restart was tried")
-    send_all(running.url, "other", [order(2, "AMER")])  # the broker serves on
-    conn = connect(running.url)
-    _, handler = raw_receiver(conn, "archived", credit=10)
-    assert len(wait_received(conn, handler, 1)) == 1  # the node has its message
-    conn.close()
-    stop(running)  # gives up on the archive after a few more attempts, and exits cleanly
-    assert "archive: 1 message(s) could not be archived" in caplog.text
-    assert archiver.stats.restarts == 1 and archiver.stats.appended == 1
-
-
-def test_the_writer_process_ignores_sigint_and_has_its_own_session(
-    broker_factory: BrokerFactory, tmp_path: Path,
-) -> None:
-    running = broker_factory(archive=str(tmp_path))
-    archiver = running.broker.archive
-    assert archiver is not None
-    pid = archiver.writer_pid
-    assert os.getsid(pid) == pid  # a terminal's Ctrl-C (to our process group) misses it
-    os.kill(pid, signal.SIGINT)
-    os.kill(pid, signal.SIGTERM)  # a service manager signalling every process: ignored too
-    send_all(running.url, "q", [order(1, "EMEA")])
-    wait_for(lambda: archiver.stats.appended == 1, "the writer did not append")
-    assert archiver.writer_pid == pid and archiver.stats.restarts == 0
-    stop(running)
-    with pytest.raises(ProcessLookupError):  # the broker stopped it
-        os.kill(pid, 0)
-    assert read_archive_table(tmp_path, ["raw"]).column("raw").to_pylist() == [order(1, "EMEA")]
-
-
-def start_writer(directory: Path, retain_bytes: int) -> tuple[WriterProcess, list[Progress]]:
-    progress: list[Progress] = []
-    return WriterProcess(directory, progress.append, lambda: None,
-                         retain_bytes=retain_bytes), progress
-
-
-def test_the_writer_reports_a_batch_written_only_once_it_is_in_a_segment(tmp_path: Path) -> None:
-    writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
-    assert writer.send(BATCH, encode_batch(1, 7, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
-    wait_for(lambda: bool(progress), "no progress")
-    assert (progress[-1].appended, progress[-1].durable) == (1, 0)  # buffered, not written
-    assert not list(tmp_path.rglob("*.parquet"))
-    assert writer.send(CLOSE)
-    assert writer.wait(TIMEOUT) == 0
-    last = progress[-1]
-    assert last.final and (last.appended, last.durable, last.written, last.segments) == (1, 1, 1, 1)
-    writer.release()
-
-
-
-def test_a_writer_starts_when_descriptors_are_above_1023(
-    tmp_path: Path, high_descriptors: list[int]
-) -> None:
-    """A restart in a busy broker makes its pipes there: waiting for the writer's first word
-    with select(2) raised 'filedescriptor out of range' and stalled archived producers."""
-    writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
-    assert writer.send(BATCH, encode_batch(1, 7, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
-    assert writer.send(CLOSE)
-    assert writer.wait(TIMEOUT) == 0
-    assert progress[-1].final and progress[-1].written == 1
-    writer.release()
-
-
-def test_the_writer_writes_early_when_the_brokers_copy_would_grow_too_large(
-    tmp_path: Path,
-) -> None:
-    writer, progress = start_writer(tmp_path, retain_bytes=1)
-    assert writer.send(BATCH, encode_batch(1, 7, [("q", order(1, "EMEA"), 1_700_000_000_000)]))
-    wait_for(lambda: bool(progress), "no progress")
-    assert (progress[-1].appended, progress[-1].durable, progress[-1].written) == (1, 1, 1)
-    assert len(list(tmp_path.rglob("*.parquet"))) == 1
-    writer.kill()
-
-
-def test_a_writer_whose_broker_is_gone_writes_what_it_has_and_exits(tmp_path: Path) -> None:
-    writer, progress = start_writer(tmp_path, retain_bytes=64 * 2**20)
-    items = [("q", order(i, "EMEA"), 1_700_000_000_000 + i) for i in range(3)]
-    assert writer.send(BATCH, encode_batch(1, 40, items))
-    wait_for(lambda: bool(progress), "no progress")
-    writer._input.close()  # as if the broker died: end of input
-    assert writer.wait(TIMEOUT) == 0
-    table = read_archive_table(tmp_path, ["raw", "sequence"])
-    assert table.column("raw").to_pylist() == [data for _, data, _ in items]
-    assert table.column("sequence").to_pylist() == [40, 41, 42]  # numbered by the broker
-    writer.release()
-
-
-def test_a_writer_that_cannot_open_the_archive_says_why(tmp_path: Path) -> None:
-    blocker = tmp_path / "file"
-    blocker.write_text("not a directory")
-    with pytest.raises(ArchiveOpenError, match=r"cannot open the archive .*file/archive"):
-        start_writer(blocker / "archive", retain_bytes=1)
-
-
 # ----------------------------------------------------------------------------- with --data-dir
 
 
@@ -497,81 +311,6 @@ def test_with_a_data_dir_only_messages_the_store_wrote_are_archived(
                 if outcome == Delivery.ACCEPTED]
     archived = read_archive_table(tmp_path / "archive", ["raw"]).column("raw").to_pylist()
     assert archived == accepted  # a rejected message is in its node, not in the archive
-
-
-# ----------------------------------------------------------------------------- schema versions
-
-
-def write_segment(directory: Path, table: pa.Table, version: bytes | None) -> Path:
-    import pyarrow.parquet as pq
-
-    folder = directory / "address=q" / "date=2023-11-14" / "regular=true"
-    folder.mkdir(parents=True)
-    metadata = None if version is None else {b"filtex.archive.schema_version": version}
-    path = folder / "part-0.parquet"
-    pq.write_table(table.replace_schema_metadata(metadata), path)
-    return path
-
-
-def version_2_rows(n: int) -> pa.Table:
-    rows = [message_row(order(i, "EMEA"), address="q", arrival_ms=1_700_000_000_000 + i,
-                        sequence=i) for i in range(n)]
-    return rows_to_table(rows).drop_columns(["address", "date", "regular"])
-
-
-def test_a_version_1_archive_is_read_with_long_address_null(tmp_path: Path) -> None:
-    old = version_2_rows(3).drop_columns(["long_address"])  # version 1 had no long_address
-    write_segment(tmp_path, old, b"1")
-    assert check_archive(tmp_path) == {1: 1}
-    table = read_archive_table(tmp_path, ["address", "raw", "long_address", "subject"])
-    assert table.column("address").to_pylist() == ["q"] * 3
-    assert table.column("long_address").to_pylist() == [None] * 3
-    assert table.column("raw").to_pylist() == [order(i, "EMEA") for i in range(3)]
-    assert table.column("subject").to_pylist() == ["order.0", "order.1", "order.2"]
-
-
-@pytest.mark.parametrize(("version", "message"), [
-    (b"3", r"written with archive schema version 3, newer than the version 2 this "
-           r"filtex-proton reads; upgrade"),
-    (None, r"not a filtex archive segment \(no filtex.archive.schema_version"),
-    (b"0", r"archive schema version 0 is not one this filtex-proton reads \(\[1, 2\]\)"),
-    (b"two", r"unreadable archive schema version b'two'"),
-])
-def test_an_archive_of_an_unknown_schema_version_is_refused_clearly(
-    tmp_path: Path, version: bytes | None, message: str,
-) -> None:
-    with ArchiveWriter(tmp_path, flush_interval=None, fsync=False, handle_sigterm=False) as w:
-        w.append("ok", order(1, "EMEA"), 1_700_000_000_000)
-    path = write_segment(tmp_path, version_2_rows(1), version)
-    with pytest.raises(ArchiveVersionError, match=message) as refused:
-        read_archive_table(tmp_path)
-    assert str(path) in str(refused.value)  # names the file
-    with pytest.raises(ArchiveVersionError):
-        list(iter_raw(tmp_path))
-
-
-# ----------------------------------------------------------------------------- replay
-
-
-def test_replay_from_the_archive_into_a_broker_keeps_archive_order(
-    broker_factory: BrokerFactory, tmp_path: Path,
-) -> None:
-    from filtex_proton.spark.replay import Position, Replayer
-
-    running = broker_factory(archive=str(tmp_path))
-    messages = [order(i, "EMEA") for i in range(300)]
-    send_all(running.url, "orders", messages)
-    stop(running)
-    table = read_archive_table(tmp_path, ["raw", "address"])
-    source = [(r["raw"], Position(r["arrival_ms"], r["sequence"], r["address"]))
-              for r in table.to_pylist()]
-    target = broker_factory()  # a fresh broker: the replay's destination
-    result = Replayer(f"amqp://{target.url}/replayed", source, window=64).run()
-    assert result.error is None and result.accepted == len(messages) and result.rejected == 0
-    conn = connect(target.url)
-    _, handler = raw_receiver(conn, "replayed", credit=len(messages))
-    assert [data for data, _ in wait_received(conn, handler, len(messages))] == messages
-    conn.close()
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -627,74 +366,3 @@ def test_an_archive_that_cannot_be_opened_is_a_clear_exit_1(tmp_path: Path) -> N
     )
     assert result.returncode == 1
     assert "cannot open the archive" in result.stderr
-
-
-# ----------------------------------------------------------------------------- Spark
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    """The same local session the Spark tests use (``getOrCreate`` shares it in one run)."""
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        pytest.skip("pyspark is not installed (pip install -e '.[spark]')")
-    java_home = os.environ.get("JAVA_HOME")
-    if shutil.which("java") is None and not (java_home and Path(java_home, "bin", "java").exists()):
-        pytest.skip("no Java runtime for Spark")
-    from filtex_proton.spark import spark_session
-
-    session = spark_session("local[2]", app_name="filtex-spark-tests", config={
-        "spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2",
-        "spark.ui.enabled": "false", "spark.driver.memory": "2g",
-    })
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-
-
-def test_filter_on_the_archive_equals_what_a_live_filtered_consumer_got(
-    broker_factory: BrokerFactory, tmp_path: Path, spark: SparkSession,
-) -> None:
-    from filtex_proton.amqp.message import RawMessageView
-    from filtex_proton.spark import apply_filter, as_filter_set, read_archive
-
-    selector = ("region IN ('AMER', 'EMEA') AND (h.priority > 4 OR u >= 30) "
-                "AND p.subject <> 'order.1'")
-    running = broker_factory(archive=str(tmp_path))
-    conn = connect(running.url)
-    _, handler = raw_receiver(conn, "orders", credit=1000, options=sql(selector))
-    messages = [order(i, ["AMER", "EMEA", "APAC"][i % 3]) for i in range(90)]
-    send_all(running.url, "orders", messages)
-    send_all(running.url, LONG_ADDRESS, messages[:5])  # another node: not in the comparison
-    expected = [m for m in messages if as_filter_set(selector).matches(RawMessageView(m))]
-    assert 0 < len(expected) < len(messages)
-    live = [data for data, _ in wait_received(conn, handler, len(expected))]
-    assert live == expected
-    conn.close()
-    stop(running)
-
-    df = read_archive(spark, tmp_path, ["orders"])
-    matched = apply_filter(df, selector).orderBy("arrival_ms", "sequence")
-    assert [bytes(r["raw"]) for r in matched.select("raw").collect()] == live
-    long_rows = read_archive(spark, tmp_path, [LONG_ADDRESS]).select("address").collect()
-    assert [r["address"] for r in long_rows] == [LONG_ADDRESS] * 5
-
-
-def test_matches_spark_wrote_are_read_back_as_the_current_schema_version(
-    broker_factory: BrokerFactory, tmp_path: Path, spark: SparkSession,
-) -> None:
-    import io
-
-    from filtex_proton.spark.cli import main as filtex_spark
-
-    running = broker_factory(archive=str(tmp_path / "archive"))
-    messages = [order(i, "EMEA") for i in range(6)]
-    send_all(running.url, "orders", messages)
-    stop(running)
-    out = tmp_path / "selected"
-    status = filtex_spark(["select", "--archive", str(tmp_path / "archive"), "--filter",
-                           "n >= 3", "--out", str(out), "--count"], stdout=io.StringIO())
-    assert status == 0
-    # Spark cannot stamp filtex.archive.schema_version; its files have the current columns.
-    assert sum(check_archive(out).values()) >= 1 and set(check_archive(out)) == {2}
-    assert read_archive_table(out, ["raw"]).column("raw").to_pylist() == messages[3:]
