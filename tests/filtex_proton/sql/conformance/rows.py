@@ -1,6 +1,11 @@
 """What the conformance tables share: the dialects, the truth values, a message with every
 section and a field of every AMQP type, and the row helper that makes each spec section the
-row's pytest id (OASIS filtex CSD01 §6; apache-filters §2.2 for the JMS selector)."""
+row's pytest id (OASIS filtex CSD01 §6; apache-filters §2.2 for the JMS selector).
+
+Every row is evaluated by the compiled evaluator *and* by the reference interpreter
+(tests/filtex_proton/sql/support.py asserts they agree), then compared with the expected
+TRUE / FALSE / NULL (None) written out by hand.
+"""
 
 from __future__ import annotations
 

@@ -2,9 +2,7 @@
 §6.4.2.3, §6.4.4.1.2), and equality and ordering at the edges of the integer ranges, NULL and NaN
 (§6.4.2.3).
 
-Every row is evaluated by the compiled evaluator *and* by the reference interpreter
-(tests/filtex_proton/sql/support.py asserts they agree), then compared with the expected
-TRUE / FALSE / NULL (None) written out by hand; every row id names the spec section it checks.
+Rows are checked as ``rows.py`` says.
 """
 
 from __future__ import annotations

@@ -2,9 +2,7 @@
 constants and their AMQP types (§6.2, §6.4.4.2), and every production of the grammar as the AST it
 builds (§6.4).
 
-Every row is evaluated by the compiled evaluator *and* by the reference interpreter
-(tests/filtex_proton/sql/support.py asserts they agree), then compared with the expected
-TRUE / FALSE / NULL (None) written out by hand; every row id names the spec section it checks.
+Rows are checked as ``rows.py`` says.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
 """Conformance table: decimals in the BID encoding (§6.2, §6.3.1), arithmetic (§6.4.4.1), strings
 and the other kinds (§6.4.2.3), timestamps and UTC (§6.3.2, §6.4.4.3.6-7).
 
-Every row is evaluated by the compiled evaluator *and* by the reference interpreter
-(tests/filtex_proton/sql/support.py asserts they agree), then compared with the expected
-TRUE / FALSE / NULL (None) written out by hand; every row id names the spec section it checks.
+Rows are checked as ``rows.py`` says.
 """
 
 from __future__ import annotations
