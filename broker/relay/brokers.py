@@ -58,7 +58,7 @@ class KnownBroker:
     ended_channels_safe: bool = True
     """A session begun on the channel number of one just ended gets its own frames. Without
     it (and for an unknown product) a new consumer session waits until the upstream has
-    answered every session end (``filtex_broker.relay.upstream.SessionGrace``)."""
+    answered every session end (``filtex_broker.relay.session_ends``)."""
 
 
 KNOWN_BROKERS: Final[tuple[KnownBroker, ...]] = (

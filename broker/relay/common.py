@@ -1,17 +1,15 @@
-"""What the relay's consumers, producers and upstream connection share: constants, the two
-small handlers an upstream link gets, and the protocols each side sees the other through (so
+"""What the relay's consumers, producers and upstream connection share: constants, the small
+handler an upstream link gets, and the protocols each side sees the other through (so
 that ``consumers`` and ``producers`` need not import ``upstream``, which creates them)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 from proton import (
     Condition,
     Data,
     Endpoint,
-    Handler,
     Link,
     Session,
     symbol,
@@ -24,16 +22,10 @@ from filtex_proton.plugin import (
     FiltexPlugin,
 )
 
-if TYPE_CHECKING:
-
-    from proton import Event
-
-
 __all__ = [
-    "ANONYMOUS_RELAY", "ATTACH_TIMEOUT", "BACKOFF_MAX", "BACKOFF_MIN", "INVALID_FIELD",
-    "NODE_CAPABILITIES", "NOT_IMPLEMENTED", "PER_LINK_PREFIXES", "SELECTOR_SYMBOL",
-    "AttachDeadline", "RelayEnd", "UpstreamPort", "UpstreamSide", "close_downstream",
-    "put_capabilities",
+    "ANONYMOUS_RELAY", "BACKOFF_MAX", "BACKOFF_MIN", "INVALID_FIELD", "NODE_CAPABILITIES",
+    "NOT_IMPLEMENTED", "PER_LINK_PREFIXES", "SELECTOR_SYMBOL", "RelayEnd", "UpstreamPort",
+    "UpstreamSide", "close_downstream", "put_capabilities",
 ]
 
 SELECTOR_SYMBOL: Final = symbol("apache.org:selector-filter:string")
@@ -50,8 +42,6 @@ the address names (Qpid JMS sends them; ActiveMQ Artemis creates an address with
 multicast one, where a consumer reads a subscription of its own)."""
 BACKOFF_MIN: Final = 0.2
 BACKOFF_MAX: Final = 5.0
-ATTACH_TIMEOUT: Final = 10.0
-"""Seconds an upstream has to answer a dynamic attach before the downstream one is refused."""
 
 
 class RelayEnd(Protocol):
@@ -115,18 +105,6 @@ class UpstreamPort(Protocol):
     def forget(self, relay_link: Any) -> None: ...
 
     def message(self, data: bytes) -> FilterMessage: ...
-
-
-class AttachDeadline(Handler):
-    """The timer of the dynamic attaches waiting for the upstream's answer (some upstreams
-    never answer one): when it fires, the upstream refuses those whose time is up."""
-
-    def __init__(self, expire: Callable[[], None]) -> None:
-        super().__init__()
-        self.expire = expire
-
-    def on_timer_task(self, event: Event) -> None:
-        self.expire()
 
 
 class UpstreamSide:

@@ -4,7 +4,8 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
 
 * A downstream **receiver** (a link the broker sends on) is first accepted or
   refused by the plugin (refusals stay local, the upstream never hears of
-  them); then an upstream receiver is opened on the same address. Messages
+  them: :mod:`filtex_broker.relay.attach`); then an upstream receiver is opened on the
+  same address. Messages
   taken from the upstream are matched against the link's filter: matches go
   downstream, and the upstream delivery is settled with the downstream
   consumer's outcome only when that outcome arrives (accepted, rejected,
@@ -32,16 +33,16 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   does). Browse and dynamic links get no upstream credit until the upstream's
   attach grants what they asked; upstreams known not to do either
   (:mod:`filtex_broker.relay.brokers`: RabbitMQ echoes ``copy`` and consumes) are
-  refused with ``amqp:not-implemented``.
+  refused with ``amqp:not-implemented``, and so is a dynamic attach the upstream does not
+  answer in time (:mod:`filtex_broker.relay.deadlines`).
 * A downstream **sender**'s messages are forwarded, as the bytes that arrived
   plus one message annotation naming the relay connection (for no-local on the
   way back: :mod:`filtex_broker.relay.origin`), to an upstream sender on the same
   address (an anonymous one, for a producer without a target address, if the
   upstream offers ``ANONYMOUS-RELAY``); the downstream delivery is settled
   with the upstream's outcome. The downstream credit mirrors the upstream's.
-* **TLS**: an ``amqps://`` upstream is reached with ``--upstream-ca``,
-  ``--upstream-cert``/``--upstream-key`` and host name verification
-  (``--no-upstream-verify-hostname`` to switch it off).
+* **Reaching the upstream** (credentials, TLS, the idle timeout):
+  :mod:`filtex_broker.relay.connect`.
 * **Pushdown**: when selectors are pushed (``upstream_selector`` ``always``, or
   ``auto`` and the upstream offers ``APACHE.ORG:SELECTOR`` or names a product
   known to evaluate selectors: :mod:`filtex_broker.relay.brokers`), the part of the
@@ -60,14 +61,19 @@ With ``--upstream amqp://host:port`` the broker keeps no nodes of its own.
   upstream (duplicates possible, never losses); downstream outcomes for
   deliveries of the lost connection are settled locally only. The upstream ending a session
   a link uses (RabbitMQ ends them all before it drops its connections) counts as a loss.
+* **Sessions**: each consumer's upstream link has a session of its own, ended when the link
+  detaches; where the upstream may mix up a new session with one being ended, new consumer
+  sessions wait for those ends (:mod:`filtex_broker.relay.session_ends`).
+
+This module holds the two connections' lifecycle, the answers to their events, and the
+opening of each link's upstream side.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from proton import (
     Condition,
@@ -78,14 +84,13 @@ from proton import (
     Receiver,
     Sender,
     Session,
-    SSLDomain,
     SSLException,
-    Terminus,
 )
 
 from filtex_broker.client import ClientConnection, is_idle_timeout
 from filtex_broker.loop.engine import impl
 from filtex_broker.nodes.registry import Registry
+from filtex_broker.relay.attach import relay_consumer, relay_producer
 from filtex_broker.relay.brokers import (
     KnownBroker,
     decide_non_match,
@@ -95,28 +100,26 @@ from filtex_broker.relay.brokers import (
 )
 from filtex_broker.relay.common import (
     ANONYMOUS_RELAY,
-    ATTACH_TIMEOUT,
     BACKOFF_MAX,
     BACKOFF_MIN,
     INVALID_FIELD,
-    NODE_CAPABILITIES,
     NOT_IMPLEMENTED,
-    PER_LINK_PREFIXES,
-    AttachDeadline,
     UpstreamSide,
 )
+from filtex_broker.relay.connect import connect_options
 from filtex_broker.relay.consumers import RelayConsumer
+from filtex_broker.relay.deadlines import AttachDeadlines
 from filtex_broker.relay.origin import OriginStamp
 from filtex_broker.relay.producers import RelayProducer
+from filtex_broker.relay.session_ends import SessionEnds
 from filtex_broker.relay.sharing import QueueSharing
 from filtex_broker.settings import BrokerConfig
-from filtex_broker.terminus import TerminusRequest, refuse
+from filtex_broker.terminus import TerminusRequest
 from filtex_proton.plugin import (
     DecodeError,
     FilterMessage,
     FiltexPlugin,
 )
-from filtex_proton.pushdown import client_selector, pushdown
 
 if TYPE_CHECKING:
 
@@ -124,7 +127,7 @@ if TYPE_CHECKING:
 
     from filtex_broker.loop.fast import FastContainer
 
-__all__ = ["RelayLink", "SessionGrace", "Upstream", "upstream_ssl_domain"]
+__all__ = ["RelayLink", "Upstream"]
 
 log = logging.getLogger("filtex.broker.relay")
 
@@ -164,15 +167,10 @@ class Upstream(Handler):
         self.sharing = QueueSharing(self.message)
         """Our consumers of each upstream queue, indexed by their filters: a message one of
         them does not match is handed to a candidate, not offered to every link."""
-        self.awaiting: dict[RelayLink, float] = {}
+        self.deadlines = AttachDeadlines(self.schedule)
         """Dynamic attaches sent upstream and not answered yet, with their deadline."""
-        self.deadline_pending = False
-        self.sessions: dict[Any, Session] = {}
-        """Sessions of detached links, waiting for the upstream's begin or end."""
-        self.waiting: dict[RelayConsumer, None] = {}
-        """Consumers whose upstream session waits until the sessions being ended are gone
-        (see :class:`SessionGrace`)."""
-        self.grace: SessionGrace | None = None
+        self.ends = SessionEnds(self.schedule, self._open_waited)
+        """Sessions of detached links being ended, and the consumers waiting for them."""
         self.backoff = BACKOFF_MIN
         self.stopping = False
         self.idle_losses = 0
@@ -188,44 +186,42 @@ class Upstream(Handler):
     def _connect(self) -> None:
         if self.stopping or self.container is None:
             return
-        kwargs: dict[str, Any] = {"reconnect": False, "container_id":
-                                  f"{self.config.container_id}-relay"}
-        if self.config.upstream_idle_timeout:
-            # declared (as half) in our open frame; Proton gives the upstream up after it
-            kwargs["heartbeat"] = self.config.upstream_idle_timeout
-        if self.config.upstream_user:
-            kwargs.update(user=self.config.upstream_user,
-                          password=self.config.upstream_password,
-                          allowed_mechs="PLAIN", allow_insecure_mechs=True)
-        else:
-            kwargs.update(allowed_mechs="ANONYMOUS PLAIN")
-        if self.config.upstream.startswith("amqps://"):
-            try:
-                kwargs["ssl_domain"] = upstream_ssl_domain(self.config)
-            except SSLException as exc:  # e.g. a CA file that is not PEM: the operator fixes it
-                log.error("upstream TLS settings unusable (%s); retrying in %.1f s", exc,
-                          BACKOFF_MAX)
-                self.container.schedule(BACKOFF_MAX, self)
-                return
+        try:
+            consumers, producers = connect_options(self.config)
+        except SSLException as exc:  # e.g. a CA file that is not PEM: the operator fixes it
+            log.error("upstream TLS settings unusable (%s); retrying in %.1f s", exc,
+                      BACKOFF_MAX)
+            self.container.schedule(BACKOFF_MAX, self)
+            return
         log.info("connecting to upstream %s", self.config.upstream)
-        self.connection = self.container.connect(self.config.upstream, handler=self, **kwargs)
-        # a container-id of its own: ActiveMQ Classic takes it as the JMS client ID and
-        # refuses a second connection with one already connected (amqp:invalid-field)
-        kwargs["container_id"] += "-producers"
+        self.connection = self.container.connect(self.config.upstream, handler=self,
+                                                 **consumers)
         self.producer_connection = self.container.connect(self.config.upstream, handler=self,
-                                                          **kwargs)
+                                                          **producers)
+
+    def schedule(self, delay: float, handler: Handler) -> bool:
+        """Call ``handler``'s ``on_timer_task`` in ``delay`` seconds (False: not started)."""
+        if self.container is None:
+            return False
+        self.container.schedule(delay, handler)
+        return True
 
     def on_connection_remote_open(self, event: Event) -> None:
         connection = event.connection
-        if not self._current(connection):
+        if connection is None or not self._current(connection):
             return
-        assert connection is not None
         if self.producer_connection is not None and impl(connection) == impl(
                 self.producer_connection):
             self.session = connection.session()
             self.session.open()
-            self._open_all()
-            return
+        else:
+            self._learn(connection)
+            self.ready = True
+        self._open_all()
+
+    def _learn(self, connection: Connection) -> None:
+        """What the upstream's open frame tells: its capabilities and product, and so whether
+        selectors are pushed down and what becomes of a queue consumer's non-matches."""
         offered = connection.remote_offered_capabilities or []
         names = {str(c) for c in (offered if isinstance(offered, list | tuple) else [offered])}
         self.offered = frozenset(names)
@@ -241,8 +237,6 @@ class Upstream(Handler):
         log.info("upstream %s: queue non-matches without pushdown are %s: %s",
                  self.config.upstream, "modified (undeliverable-here)" if non_match.modified
                  else "held while the link lives", non_match.reason)
-        self.ready = True
-        self._open_all()
 
     def _open_all(self) -> None:
         """Both connections are open: open the upstream side of every link."""
@@ -259,41 +253,41 @@ class Upstream(Handler):
                      (link.remote_source if link.is_receiver else link.remote_target).address)
             owner = self._owner_of(link)
             if owner is not None:
-                self.awaiting.pop(owner, None)
+                self.deadlines.answered(owner)
                 owner.upstream_attached(link)
                 if isinstance(owner, RelayConsumer):
                     self.sharing.readdressed(owner)
 
     def on_link_remote_close(self, event: Event) -> None:
-        self._upstream_link_closed(event)
+        if event.link is not None:
+            self._link_closed(event.link)
 
     def on_link_remote_detach(self, event: Event) -> None:
-        self._upstream_link_closed(event)
+        if event.link is not None:
+            self._link_closed(event.link)
 
-    def _upstream_link_closed(self, event: Event) -> None:
-        link = event.link
-        if link is None:
-            return
+    def _link_closed(self, link: Link) -> None:
         owner = self._owner_of(link)
         condition = link.remote_condition
-        if owner is not None and self.pushdown and isinstance(owner, RelayConsumer) \
-                and condition is not None and condition.name == INVALID_FIELD \
-                and owner.drop_selector():
+        if owner is not None and self._selector_refused(owner, condition):
+            assert condition is not None
             log.warning("upstream refused link %r with the selector pushed down (%s: %s): "
                         "attaching it again without one, its filters are evaluated here only",
                         link.name, condition.name, condition.description)
-            if link.state & Endpoint.LOCAL_ACTIVE:
-                link.close()
-            link.free()
+            _free(link)
             self._open(owner)
             return
         if owner is not None:
             log.warning("upstream closed link %r: %s", link.name,
                         f"{condition.name}: {condition.description}" if condition else "no error")
             owner.upstream_closed(condition)
-        if link.state & Endpoint.LOCAL_ACTIVE:
-            link.close()
-        link.free()  # both ends are done: proton keeps the link in its session until freed
+        _free(link)
+
+    def _selector_refused(self, owner: RelayLink, condition: Condition | None) -> bool:
+        """The upstream refused the selector pushed down with a consumer, which forgot its
+        upstream link to attach again without one (:meth:`RelayConsumer.drop_selector`)."""
+        return (self.pushdown and isinstance(owner, RelayConsumer) and condition is not None
+                and condition.name == INVALID_FIELD and owner.drop_selector())
 
     def _owner_of(self, link: Link) -> RelayLink | None:
         for owner in self.links:
@@ -339,9 +333,7 @@ class Upstream(Handler):
         self.connection = None
         self.producer_connection = None
         self.session = None
-        self.sessions.clear()
-        self.waiting.clear()
-        self.grace = None
+        self.ends.clear()
         self.ready = False
         for link in list(self.links):
             if link.up is not None:
@@ -358,40 +350,37 @@ class Upstream(Handler):
         self.container.schedule(delay, self)
 
     def end_session(self, session: Session) -> None:
-        """End a link's session, once the upstream has begun it (ending one before the
-        upstream's begin arrives makes Proton fail on the late begin)."""
-        self.sessions[impl(session)] = session  # kept until the upstream's end arrives
-        if session.state & Endpoint.REMOTE_ACTIVE and session.state & Endpoint.LOCAL_ACTIVE:
-            session.close()
+        """End a link's session (:mod:`filtex_broker.relay.session_ends`)."""
+        self.ends.end(session)
 
     def on_session_remote_open(self, event: Event) -> None:
-        session = event.session
-        if session is not None and impl(session) in self.sessions \
-                and session.state & Endpoint.LOCAL_ACTIVE:
-            session.close()
+        if event.session is not None:
+            self.ends.begun(event.session)
 
     def on_session_remote_close(self, event: Event) -> None:
         session = event.session
         if session is None:
             return
-        connection = session.connection
-        if self.sessions.pop(impl(session), None) is None and self._current(connection):
-            # The upstream ended a session we still use (RabbitMQ ends every session, with
-            # "shutdown", a few seconds before it drops its connections). Freeing it frees its
-            # links and their deliveries, which our links still hold (settling one later
-            # crashed the relay), and leaves those links without an upstream side: lose the
-            # connection pair instead, so that every link forgets what it took and reattaches.
-            condition = session.remote_condition
-            log.warning("upstream ended a session the relay uses%s: reconnecting",
-                        f" ({condition.name}: {condition.description})" if condition else "")
-            if connection.state & Endpoint.LOCAL_ACTIVE:
-                connection.close()
-            self._lost(connection)
+        if not self.ends.answered(session) and self._current(session.connection):
+            self._session_taken(session)
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
         session.free()
-        if not self.sessions and self.waiting:
-            self._schedule_grace(SESSION_GRACE)
+        self.ends.release_waiting()
+
+    def _session_taken(self, session: Session) -> None:
+        """The upstream ended a session we still use (RabbitMQ ends every session, with
+        "shutdown", a few seconds before it drops its connections). Freeing it frees its
+        links and their deliveries, which our links still hold (settling one later crashed
+        the relay), and leaves those links without an upstream side: lose the connection
+        pair instead, so that every link forgets what it took and reattaches."""
+        condition = session.remote_condition
+        log.warning("upstream ended a session the relay uses%s: reconnecting",
+                    f" ({condition.name}: {condition.description})" if condition else "")
+        connection = session.connection
+        if connection.state & Endpoint.LOCAL_ACTIVE:
+            connection.close()
+        self._lost(connection)
 
     def _current(self, connection: Connection | None) -> bool:
         """Whether an event's connection is the one we use now (wrappers are not unique)."""
@@ -422,33 +411,12 @@ class Upstream(Handler):
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
             self.sharing.offer_held(relay_link, self.links)
 
-    def _schedule_grace(self, delay: float, *, force: bool = False) -> None:
-        """Open the waiting consumers in ``delay`` seconds (``force``: even if some session end
-        is still unanswered); an earlier timer still pending is then ignored when it fires."""
-        if self.container is not None:
-            self.grace = SessionGrace(self, force=force)
-            self.container.schedule(delay, self.grace)
-
-    def open_waiting(self, grace: SessionGrace) -> None:
-        """Open the upstream side of the consumers that waited for sessions to end."""
-        if grace is not self.grace:
-            return  # from before a reconnect
-        self.grace = None
-        if self.sessions and self.waiting and not grace.force:  # another end began meanwhile
-            self._schedule_grace(SESSION_GRACE_MAX, force=True)
-            return
-        waiting = list(self.waiting)
-        self.waiting.clear()
-        if self.sessions and waiting:
-            # the upstream is slow to answer: a new session may take an ending one's channel
-            # (see SessionGrace); say so, so that a reconnect that follows can be told apart
-            log.warning("opening %d upstream consumer session(s) while %d session end(s) are "
-                        "unanswered after %.1f s (RabbitMQ 3.10 may mix up their channels)",
-                        len(waiting), len(self.sessions), SESSION_GRACE_MAX)
-        for consumer in waiting:
-            if consumer in self.links and consumer.up is None and not consumer.closed \
-                    and self._open(consumer, wait=False):
-                self.sharing.offer_held(consumer, self.links)
+    def _open_waited(self, consumer: RelayConsumer) -> None:
+        """Open the upstream side of a consumer that waited for session ends, if it still
+        needs one."""
+        if consumer in self.links and consumer.up is None and not consumer.closed \
+                and self._open(consumer, wait=False):
+            self.sharing.offer_held(consumer, self.links)
 
     def _open(self, relay_link: RelayLink, *, wait: bool = True) -> bool:
         """Open the upstream side of a link, unless the upstream cannot serve it (or, ``wait``,
@@ -463,14 +431,8 @@ class Upstream(Handler):
         if reason is not None:
             relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
             return False
-        if wait and isinstance(relay_link, RelayConsumer) and self._waits_for_session_ends() \
-                and (self.sessions or self.grace is not None):
-            # A new session would take the channel number of one being ended, and RabbitMQ
-            # 3.10 may hand its frames to the old session (it then detaches the new links and
-            # the connection fails with "no such channel"): wait until those ends are answered.
-            self.waiting[relay_link] = None
-            if self.grace is None:
-                self._schedule_grace(SESSION_GRACE_MAX, force=True)
+        if wait and isinstance(relay_link, RelayConsumer) \
+                and self.ends.hold(relay_link, self.product):
             return False
         if isinstance(relay_link, RelayConsumer):
             pushed = self.pushdown and not self._topic_quirk(relay_link)
@@ -494,11 +456,6 @@ class Upstream(Handler):
             log.info("link %r: nothing pushed upstream (%s); the relay evaluates its filter "
                      "set", consumer.name, why)
 
-    def _waits_for_session_ends(self) -> bool:
-        """Whether new consumer sessions wait for session ends to be answered (see
-        :class:`SessionGrace`): for RabbitMQ 3.10 and any upstream we do not know."""
-        return self.product is None or not self.product.ended_channels_safe
-
     def topic_address(self, address: str) -> str:
         return topic_address(address, self.properties)
 
@@ -513,32 +470,9 @@ class Upstream(Handler):
         return True
 
     def answer_by(self, relay_link: RelayLink) -> None:
-        """Give the upstream ATTACH_TIMEOUT seconds to answer a dynamic attach. One timer
-        serves every waiting link (in arrival order, so deadline order): an answered or
-        detached link is forgotten at once, not held by a timer of its own until it fires."""
-        if self.container is None:
-            return
-        self.awaiting[relay_link] = time.monotonic() + ATTACH_TIMEOUT
-        if not self.deadline_pending:
-            self.deadline_pending = True
-            self.container.schedule(ATTACH_TIMEOUT, AttachDeadline(self.expire_attaches))
-
-    def expire_attaches(self) -> None:
-        """Refuse the dynamic attaches the upstream has not answered in time."""
-        self.deadline_pending = False
-        now = time.monotonic()
-        while self.awaiting:
-            relay_link, deadline = next(iter(self.awaiting.items()))
-            if deadline > now:
-                if self.container is not None:
-                    self.deadline_pending = True
-                    self.container.schedule(deadline - now, AttachDeadline(self.expire_attaches))
-                return
-            del self.awaiting[relay_link]
-            if relay_link.link.state & Endpoint.LOCAL_UNINIT and not relay_link.closed:
-                relay_link.upstream_closed(Condition(
-                    NOT_IMPLEMENTED, "relay mode: the upstream did not answer a dynamic attach "
-                    f"within {ATTACH_TIMEOUT} s"))
+        """A dynamic attach sent upstream: refused if not answered in time
+        (:mod:`filtex_broker.relay.deadlines`)."""
+        self.deadlines.answer_by(relay_link)
 
     def unsupported(self, *, browse: bool = False, dynamic: bool = False,
                     anonymous: bool = False) -> str | None:
@@ -565,141 +499,27 @@ class Upstream(Handler):
 
     def forget(self, relay_link: RelayLink) -> None:
         self.links.pop(relay_link, None)
-        self.awaiting.pop(relay_link, None)
+        self.deadlines.answered(relay_link)
         if isinstance(relay_link, RelayConsumer):
-            self.waiting.pop(relay_link, None)
+            self.ends.forget(relay_link)
             self.sharing.unindex(relay_link)
 
     # -- attaching downstream links --------------------------------------------------------
 
     def attach_consumer(self, link: Sender, client: ClientConnection,
                         request: TerminusRequest) -> RelayConsumer | None:
-        """A downstream receiver (``request``: its source, as the peer sent it)."""
-        lookup = request.address is None and not request.dynamic
-        address = request.address or ""
-        topic = request.topic or address.startswith(PER_LINK_PREFIXES) or lookup
-        # A topic subscription reads a copy anyway: Qpid JMS says copy for a durable one, and
-        # that is no browse (a browser settles upstream without an outcome: nothing is taken).
-        browse = request.copy and not topic
-        reason = self.unsupported(browse=browse, dynamic=request.dynamic)
-        if request.shared:
-            reason = ("relay mode: shared subscriptions are not relayed (use one on the "
-                      "upstream broker directly)")
-        if reason is not None:
-            refuse(link, NOT_IMPLEMENTED, reason)
-            return None
-        link_filter = self.plugin.attach_sender(link)
-        if link_filter is None:
-            return None  # refused on the wire by the plugin, which logged why
-        plan = pushdown(link_filter.filter_set)
-        selector = plan.selector or client_selector(link_filter.filter_set)
-        if plan.reasons:
-            log.info("link %r: its filters that no JMS selector expresses are evaluated here "
-                     "only: %s", link.name, "; ".join(plan.reasons))
-        source = link.source
-        if request.address is not None:
-            source.address = request.address
-        remote = link.remote_source
-        source.durability = remote.durability
-        source.expiry_policy = remote.expiry_policy
-        link.target.copy(link.remote_target)
-        presettled = link.remote_snd_settle_mode == Link.SND_SETTLED
-        link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
-        link.rcv_settle_mode = link.remote_rcv_settle_mode
-        if request.copy:
-            source.distribution_mode = Terminus.DIST_MODE_COPY
-        if not (request.dynamic or lookup) and not self.ready:
-            # The upstream is away: attached now, its side opens once it is back. Otherwise the
-            # answer waits for the upstream's, so that its refusal (an unknown node, a filter it
-            # rejects) is the refusal of the client's attach, and a topic's subscription exists
-            # upstream before the client publishes; a dynamic one is answered with the
-            # upstream's node, a look-up with the subscription it found.
-            link.open()
-        # Upstream a durable subscription is named by the relay's container-id and this link
-        # name, which carries the client's container-id, so two clients' subscriptions of the
-        # same name stay apart and a restarted relay finds them (a look-up names the one it
-        # looks up). Not "|": Artemis's look-up cuts a link name there (Qpid JMS's
-        # shared-consumer count).
-        durable_as = (f"{client.container}:{link.name}@relay"
-                      if lookup or (request.durable and topic and not request.dynamic) else None)
-        consumer = RelayConsumer(
-            link, self, address, None if link_filter.is_trivial else link_filter,
-            topic=topic, presettled=presettled, selector=selector,
-            held_limit=self.config.upstream_held, browse=browse, dynamic=request.dynamic,
-            capabilities=tuple(sorted(request.capabilities & NODE_CAPABILITIES)),
-            durable_as=durable_as, lookup=lookup,
-        )
-        client.consumers.append(consumer)
-        self.track(consumer)
-        log.info("connection %d: relay consumer %r on upstream %r%s", client.origin, link.name,
-                 request.address, " (filtered)" if consumer.filter is not None else "")
-        return consumer
+        """A downstream receiver (:func:`filtex_broker.relay.attach.relay_consumer`)."""
+        return relay_consumer(self, link, client, request)
 
     def attach_producer(self, link: Receiver, client: ClientConnection, registry: Registry,
                         request: TerminusRequest) -> RelayProducer | None:
-        """A downstream sender (``request``: its target, as the peer sent it)."""
-        if request.coordinator:
-            refuse(link, NOT_IMPLEMENTED, "relay mode: transactions are not relayed")
-            return None
-        reason = self.unsupported(dynamic=request.dynamic,
-                                  anonymous=request.address is None and not request.dynamic)
-        if reason is not None:
-            refuse(link, NOT_IMPLEMENTED, reason)
-            return None
-        link.target.copy(link.remote_target)
-        link.source.copy(link.remote_source)
-        link.rcv_settle_mode = Link.RCV_FIRST
-        link.snd_settle_mode = link.remote_snd_settle_mode
-        link.max_message_size = self.config.max_message_size
-        if not request.dynamic:  # a dynamic one is answered with the upstream's node
-            link.open()
-        producer = RelayProducer(link, self, None if request.dynamic else request.address,
-                                 origin=client.origin, registry=registry,
-                                 window=self.config.credit_window,
-                                 max_size=self.config.max_message_size, dynamic=request.dynamic,
-                                 capabilities=tuple(sorted(request.capabilities
-                                                           & NODE_CAPABILITIES)))
-        client.producers.append(producer)
-        self.track(producer)
-        log.info("connection %d: relay producer %r to upstream %r", client.origin, link.name,
-                 "(dynamic)" if request.dynamic else request.address or "(anonymous relay)")
-        return producer
+        """A downstream sender (:func:`filtex_broker.relay.attach.relay_producer`)."""
+        return relay_producer(self, link, client, registry, request)
 
 
-SESSION_GRACE: Final = 0.1
-"""Seconds after the upstream answered the last session end before new sessions begin (it
-has to forget the old session's channel number first)."""
-SESSION_GRACE_MAX: Final = 0.5
-"""Seconds new consumers wait at most for session ends the upstream does not answer."""
-
-
-class SessionGrace(Handler):
-    """Opens the consumers that waited for ending sessions (:meth:`Upstream.open_waiting`).
-
-    RabbitMQ 3.10 routes frames by channel number to a session process that may still be
-    ending: a begin on the number of a session the relay just ended can reach the old session
-    (rabbitmq-server pull request #14317 fixed this in 4.x). Proton gives a new session the
-    lowest free number, the one just freed, so a consumer that leaves and another that comes
-    at once broke the upstream connection (seen in bench/bench_relay.py)."""
-
-    def __init__(self, upstream: Upstream, *, force: bool) -> None:
-        super().__init__()
-        self.upstream = upstream
-        self.force = force
-        """Open them even if a session end is still unanswered (the longest wait is over)."""
-
-    def on_timer_task(self, event: Event) -> None:
-        self.upstream.open_waiting(self)
-
-
-def upstream_ssl_domain(config: BrokerConfig) -> SSLDomain:
-    """The client TLS settings for an amqps:// upstream (without --upstream-ca: the
-    system's default trust store)."""
-    domain = SSLDomain(SSLDomain.MODE_CLIENT)
-    if config.upstream_ca:
-        domain.set_trusted_ca_db(config.upstream_ca)
-    if config.upstream_cert:
-        domain.set_credentials(config.upstream_cert, config.upstream_key, None)
-    domain.set_peer_authentication(SSLDomain.VERIFY_PEER_NAME if config.upstream_verify_hostname
-                                   else SSLDomain.VERIFY_PEER)
-    return domain
+def _free(link: Link) -> None:
+    """Close our end of an upstream link the upstream closed, and free it: both ends are
+    done, and Proton keeps the link in its session until freed."""
+    if link.state & Endpoint.LOCAL_ACTIVE:
+        link.close()
+    link.free()

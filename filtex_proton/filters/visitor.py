@@ -15,7 +15,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Final, Generic, TypeVar
 
-from filtex_proton.dispatch import check_protocol, handler_table
+from filtex_proton.dispatch import check_protocol, handler_table, install_dispatch
 from filtex_proton.filters.apache import DirectBinding, HeadersBinding, NoLocalFilter, TopicBinding
 from filtex_proton.filters.base import Filter
 from filtex_proton.filters.constant import ConstantFilter
@@ -42,15 +42,12 @@ class FamilyVisitor(ABC, Generic[R]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._family_handlers = handler_table(cls, "on_", FAMILIES)
+        install_dispatch(cls, "visit_family", cls._family_handlers,
+                         refusal="not a filter of a known family")
 
     def visit_family(self, item: Filter) -> R:
-        """The handler of ``type(item)`` applied to ``item``."""
-        try:
-            handler = self._family_handlers[type(item)]
-        except KeyError:
-            raise TypeError(f"not a filter of a known family: {item!r}") from None
-        result: R = handler(self, item)
-        return result
+        """The handler of ``type(item)`` applied to ``item`` (``TypeError`` if there is none)."""
+        raise NotImplementedError  # each reader class gets its own (install_dispatch)
 
     @abstractmethod
     def on_constant_filter(self, item: ConstantFilter) -> R: ...

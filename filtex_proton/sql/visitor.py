@@ -30,7 +30,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar, Final, Generic, TypeVar, get_args
 
-from filtex_proton.dispatch import check_protocol, handler_name, handler_table
+from filtex_proton.dispatch import check_protocol, handler_name, handler_table, install_dispatch
 from filtex_proton.sql import ast
 
 __all__ = ["EXPRESSION_CLASSES", "Visitor", "method_name"]
@@ -54,15 +54,11 @@ class Visitor(ABC, Generic[R]):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._handlers = handler_table(cls, "visit_", EXPRESSION_CLASSES)
+        install_dispatch(cls, "visit", cls._handlers, refusal="not an expression")
 
     def visit(self, node: ast.Expr) -> R:
-        """The handler of ``type(node)`` applied to ``node``."""
-        try:
-            handler = self._handlers[type(node)]
-        except KeyError:
-            raise TypeError(f"not an expression: {node!r}") from None
-        result: R = handler(self, node)
-        return result
+        """The handler of ``type(node)`` applied to ``node`` (``TypeError`` if there is none)."""
+        raise NotImplementedError  # each reader class gets its own (install_dispatch)
 
     @abstractmethod
     def visit_literal(self, node: ast.Literal) -> R: ...

@@ -82,21 +82,63 @@ def test_consumers_opened_before_session_ends_are_answered_are_logged(
         caplog: pytest.LogCaptureFixture) -> None:
     # the forced open after SESSION_GRACE_MAX is where RabbitMQ 3.10 may mix up channels:
     # a reconnect that follows it must be told apart from others in the log
-    from filtex_broker.relay.upstream import SessionGrace, Upstream
+    from filtex_broker.relay.session_ends import SessionGrace
+    from filtex_broker.relay.upstream import Upstream
     from filtex_broker.settings import BrokerConfig
     from filtex_proton.plugin import FiltexPlugin
 
-    upstream = Upstream(BrokerConfig(upstream="amqp://h:1"), FiltexPlugin())
+    ends = Upstream(BrokerConfig(upstream="amqp://h:1"), FiltexPlugin()).ends
     gone, newcomer = object(), object()  # an ending session; a consumer no longer tracked
-    upstream.sessions[gone] = None  # type: ignore[assignment]
-    upstream.waiting[newcomer] = None  # type: ignore[index]
-    grace = upstream.grace = SessionGrace(upstream, force=False)
+    ends.sessions[gone] = None  # type: ignore[assignment]
+    ends.waiting[newcomer] = None  # type: ignore[index]
+    grace = ends.grace = SessionGrace(ends, force=False)
     with caplog.at_level("WARNING", logger="filtex.broker.relay"):
-        upstream.open_waiting(grace)  # not forced: waits again (no container: no timer)
-        assert not caplog.records and upstream.waiting
-        grace = upstream.grace = SessionGrace(upstream, force=True)
-        upstream.open_waiting(grace)
-    assert not upstream.waiting
+        ends.open_waiting(grace)  # not forced: waits again (no container: no timer)
+        assert not caplog.records and ends.waiting
+        grace = ends.grace = SessionGrace(ends, force=True)
+        ends.open_waiting(grace)
+    assert not ends.waiting
     assert [r.getMessage() for r in caplog.records] == [
         "opening 1 upstream consumer session(s) while 1 session end(s) are unanswered after "
         "0.5 s (RabbitMQ 3.10 may mix up their channels)"]
+
+
+def test_one_timer_refuses_the_dynamic_attaches_in_deadline_order(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from types import SimpleNamespace
+
+    from proton import Endpoint
+
+    from filtex_broker.relay import deadlines
+
+    class Waiting:
+        def __init__(self) -> None:
+            self.link = SimpleNamespace(state=Endpoint.LOCAL_UNINIT)
+            self.closed = False
+            self.refusal: object = None
+
+        def upstream_closed(self, condition: object) -> None:
+            self.refusal = condition
+
+    timers: list[float] = []
+
+    def schedule(delay: float, handler: object) -> bool:
+        timers.append(delay)
+        return True
+
+    now = [100.0]
+    monkeypatch.setattr(deadlines.time, "monotonic", lambda: now[0])
+    attaches = deadlines.AttachDeadlines(schedule)
+    first, answered, later = Waiting(), Waiting(), Waiting()
+    attaches.answer_by(first)  # type: ignore[arg-type]
+    now[0] = 104.0
+    attaches.answer_by(answered)  # type: ignore[arg-type]
+    attaches.answer_by(later)  # type: ignore[arg-type]
+    attaches.answered(answered)  # type: ignore[arg-type]
+    assert timers == [10.0]
+    now[0] = 110.0
+    attaches.expire()
+    assert first.refusal is not None and later.refusal is None and timers == [10.0, 4.0]
+    now[0] = 114.0
+    attaches.expire()
+    assert later.refusal is not None and answered.refusal is None and not attaches.awaiting

@@ -52,3 +52,12 @@ def test_a_reader_lacking_a_handler_cannot_be_made() -> None:
 def test_a_handler_naming_no_family_is_refused() -> None:
     with pytest.raises(TypeError, match="on_sql_filtr names none of the classes"):
         type("Misspelled", (FamilyVisitor,), {"on_sql_filtr": lambda self, item: None})
+
+
+def test_dispatch_is_by_exact_family() -> None:
+    handlers = {handler_name("on_", c): (lambda self, item: type(item).__name__)
+                for c in FAMILIES}
+    names: Any = type("Names", (FamilyVisitor,), handlers)()
+    assert names.visit_family(object.__new__(FAMILIES[0])) == FAMILIES[0].__name__
+    with pytest.raises(TypeError, match="not a filter of a known family"):
+        names.visit_family(object())

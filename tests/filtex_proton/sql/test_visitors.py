@@ -97,3 +97,11 @@ def test_dispatch_is_by_exact_class() -> None:
     assert method_name(ast.IsNull) == "visit_is_null"
     with pytest.raises(TypeError, match="not an expression"):
         names.visit(ast.Key("x"))
+
+
+def test_a_reader_defining_the_dispatch_is_refused() -> None:
+    handlers: dict[str, Any] = {method_name(c): (lambda self, node: None)
+                                for c in EXPRESSION_CLASSES}
+    handlers["visit"] = lambda self, node: None
+    with pytest.raises(TypeError, match="visit is its protocol's dispatch"):
+        type("Own", (Visitor,), handlers)
