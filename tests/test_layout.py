@@ -103,6 +103,20 @@ def _private_imports(path: Path, ours: set[str]) -> list[str]:
     return found
 
 
+MODULE_LINES = 600
+"""How long a module of the product, the benchmarks or the examples may grow: past it, it
+holds more than one job (split it by job, as the relay's upstream and the Spark translation
+were). Test modules are not held to it: a conformance table is long by nature."""
+
+
+def test_no_module_is_over_its_length() -> None:
+    folders = (*CODE_FOLDERS, "upstreams", "fuzz")
+    long = [f"{path.relative_to(ROOT)}: {n} lines"
+            for path in sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES]
+    assert long == [], long
+
+
 def test_no_module_imports_another_modules_private_names() -> None:
     """A private name is free to change with its module; one imported elsewhere is an API
     nobody documented. Make it public (named and documented) or keep it where it is used."""
