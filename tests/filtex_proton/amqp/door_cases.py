@@ -140,10 +140,10 @@ def _proton_message() -> bytes:
     """A message as proton encodes it: header, annotations, properties, application
     properties as map32, a string body."""
     msg = proton.Message(body="x" * 60, durable=True, priority=6, id=uuid.UUID(int=7),
-                  address="queue://orders", subject="orders.created",
-                  content_type=symbol("application/json"), creation_time=1_700_000_000.0,
-                  properties={"region": "eu-west", "amount": 1234, "currency": "EUR",
-                              "express": True, "weight": 2.5})
+                         address="queue://orders", subject="orders.created",
+                         content_type=symbol("application/json"), creation_time=1_700_000_000.0,
+                         properties={"region": "eu-west", "amount": 1234, "currency": "EUR",
+                                     "express": True, "weight": 2.5})
     msg.annotations = {symbol("x-opt-jms-msg-type"): proton.byte(5),
                        symbol("x-opt-jms-dest"): proton.byte(0)}
     return bytes(msg.encode())
@@ -175,7 +175,7 @@ COMMON: list[bytes] = [
 #: A header with a field after the known ones (a later version's: decoded, not type-checked).
 EXTRA_HEADER_FIELD = header_list(b"\x41", b"\x40", b"\x40", b"\x40", b"\x40", b"\xa1\x01z")
 
-#: Valid messages in rarer encodings (the general path's).
+#: Valid messages in rarer encodings, most of them the table loop's or the general path's.
 UNCOMMON: list[bytes] = [
     GOOD,
     EXTRA_HEADER_FIELD,
