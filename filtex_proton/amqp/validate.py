@@ -22,6 +22,12 @@ What is checked, beyond the section layout the scan already checks:
   symbol or ulong (§1.5).
 
 The body is stepped over by its size fields, never decoded.
+
+Three paths, each handing on what it does not take: the straight line of
+:mod:`~filtex_proton.amqp.fast_door` (the common shapes), the loop over the sections' table
+(:func:`validate_by_table`, the rules as they read) and the general path (the scan checking
+each section, which also words every refusal). They accept the same messages, decode them
+to the same values and refuse the rest with the same errors.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from proton import Array, Described, int32, symbol, timestamp, ubyte, uint, ulong
+from proton import Array, Described, symbol, timestamp, ubyte, uint, ulong
 
 from filtex_proton.amqp.decode import (
     DECODERS,
@@ -42,6 +48,25 @@ from filtex_proton.amqp.decode import (
     decode_fields,
     value_end,
 )
+from filtex_proton.amqp.door_tables import (
+    ANNOTATION_KEY_CODES,
+    COMPOUND_CODES,
+    HEADER_CODES,
+    HEADER_KINDS,
+    HEADER_NAMES,
+    PROPERTIES_CODES,
+    PROPERTIES_KINDS,
+    PROPERTIES_NAMES,
+    SMALLINT,
+    SMALLUINT,
+    SMALLULONG,
+    STRING_CODES,
+    UBYTE,
+    UINT0,
+    Reader,
+    Span,
+)
+from filtex_proton.amqp.fast_door import Door, straight_line
 from filtex_proton.amqp.formats import CODE, CODES_OF, TYPE_OF
 from filtex_proton.amqp.message import (
     LAYOUT,
@@ -50,32 +75,22 @@ from filtex_proton.amqp.message import (
     RawMessageView,
     SectionKind,
 )
-from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 
-__all__ = ["LAYOUT", "InvalidMessageError", "validate_message", "validate_view"]
+__all__ = [
+    "LAYOUT",
+    "InvalidMessageError",
+    "validate_by_table",
+    "validate_message",
+    "validate_view",
+]
 
 _TYPE_NAMES: Final[dict[type, str]] = {
     bool: "boolean", ubyte: "ubyte", uint: "uint", ulong: "ulong", timestamp: "timestamp",
     symbol: "symbol", str: "string", bytes: "binary", uuid.UUID: "uuid", list: "list",
     dict: "map", Array: "array", Described: "described value",
 }
-#: The format codes of each AMQP type (part 1 §1.6), and a field kind of several types.
-_CODES: Final[dict[str, frozenset[int]]] = dict(CODES_OF)
-_CODES["*message-id"] = _CODES["ulong"] | _CODES["uuid"] | _CODES["binary"] | _CODES["string"]
-#: What a section's field may be encoded as: its type, or null (§3.2.1, §3.2.4, §3.2.11-15).
-_HEADER_CODES: Final = tuple(_CODES[kind] | {0x40} for _, kind in HEADER_FIELDS)
-_PROPERTIES_CODES: Final = tuple(_CODES[kind] | {0x40} for _, kind in PROPERTIES_FIELDS)
-_HEADER_NAMES: Final = tuple(name for name, _ in HEADER_FIELDS)
-_PROPERTIES_NAMES: Final = tuple(name for name, _ in PROPERTIES_FIELDS)
-_HEADER_KINDS: Final = tuple(kind.lstrip("*") for _, kind in HEADER_FIELDS)
-_PROPERTIES_KINDS: Final = tuple(kind.lstrip("*") for _, kind in PROPERTIES_FIELDS)
-#: Never a simple type (§3.2.5): lists, maps, arrays, described values.
-_COMPOUND_CODES: Final = (_CODES["list"] | _CODES["map"] | _CODES["array"]
-                          | _CODES["described value"])
-_ANNOTATION_KEY_CODES: Final = _CODES["symbol"] | _CODES["ulong"]
-_STRING_CODES: Final = _CODES["string"]
 _ANNOTATION_KEYS: Final = frozenset({symbol, ulong})
-_EMPTY: Final = _CODES["null"] | {CODE["list0"]}
+_EMPTY: Final = CODES_OF["null"] | {CODE["list0"]}
 
 _decoders = DECODERS
 _int_new = int.__new__
@@ -216,7 +231,7 @@ def _map(key_codes: frozenset[int], key_text: str, simple: bool
                     start = pos + 2
                     pos = start + buf[pos + 1]
                     result[key] = buf[start:pos].decode()
-                elif code in _COMPOUND_CODES:
+                elif code in COMPOUND_CODES:
                     result[key], pos = _compound_value(buf, pos, key, simple)
                 else:
                     result[key], pos = dec[code](buf, pos + 1, 1)
@@ -229,15 +244,15 @@ def _map(key_codes: frozenset[int], key_text: str, simple: bool
     return check
 
 
-_annotations = _map(_ANNOTATION_KEY_CODES, "symbol or ulong", simple=False)
+_annotations = _map(ANNOTATION_KEY_CODES, "symbol or ulong", simple=False)
 
 #: Per section key of the view (``Section._value_``): decode it, check it, return the entries.
 _CHECKS: Final[dict[str, Callable[[bytes, int], Mapping[Any, Any]]]] = {
-    "header": _fields(_HEADER_NAMES, _HEADER_CODES, _HEADER_KINDS),
+    "header": _fields(HEADER_NAMES, HEADER_CODES, HEADER_KINDS),
     "delivery-annotations": _annotations,
     "message-annotations": _annotations,
-    "properties": _fields(_PROPERTIES_NAMES, _PROPERTIES_CODES, _PROPERTIES_KINDS),
-    "application-properties": _map(_STRING_CODES, "string", simple=True),
+    "properties": _fields(PROPERTIES_NAMES, PROPERTIES_CODES, PROPERTIES_KINDS),
+    "application-properties": _map(STRING_CODES, "string", simple=True),
     "footer": _annotations,
 }
 
@@ -267,34 +282,21 @@ def validate_view(view: RawMessageView) -> RawMessageView:
     return view
 
 
-
-# ----------------------------------------------------------------------------- the fast path
+# ----------------------------------------------------------------------------- the table loop
 #
 # Almost every message a broker sees is encoded the same few ways: numeric section
 # descriptors, list8 and map8/map32 sections, str8 and sym8 strings, small ints. For
-# those, one pass below scans, decodes and checks every section at once, where the
-# general path above (the scan, then a check per section) spends most of its time on
-# per-section dispatch. The fast path accepts only what the general path accepts,
-# decodes it to the same values, and gives up (None) on anything else, valid or not:
-# the general path (``_general``) then runs from the start and says exactly what is
-# wrong.
-
-#: The decoded values of the one-byte ints, made once (like ``ulong0`` in the decoder):
-#: building an int subclass costs more than the rest of decoding it.
-_SMALLINT: Final = tuple(_int_new(int32, b - 256 if b > 127 else b) for b in range(256))
-_SMALLULONG: Final = tuple(_int_new(ulong, b) for b in range(256))
-_SMALLUINT: Final = tuple(_int_new(uint, b) for b in range(256))
-_UBYTE: Final = tuple(_int_new(ubyte, b) for b in range(256))
-_UINT0: Final = _SMALLUINT[0]
-
-#: A fast reader of one section: the bytes, the offset of its value, the message length,
-#: the sections decoded so far (where it puts its entries); where the section ends, or -1
-#: to leave the message to the general path.
-_Reader = Callable[[bytes, int, int, dict[str, Mapping[Any, Any] | None]], int]
-
+# those, one pass below (a loop over the sections' table, a reader per kind of section)
+# scans, decodes and checks every section at once, where the general path above (the
+# scan, then a check per section) spends most of its time on per-section dispatch. The
+# loop accepts only what the general path accepts, decodes it to the same values, and
+# gives up on anything else, valid or not: the general path (``_general``) then runs from
+# the start and says exactly what is wrong. In front of the loop, ``validate_message``
+# runs a straight-line copy of it for the commonest shapes (``fast_door``), which hands
+# anything else on to the loop where it stopped (``_table_loop``).
 
 def _fast_fields(key: str, names: tuple[str, ...], allowed: tuple[frozenset[int], ...]
-                 ) -> _Reader:
+                 ) -> Reader:
     """The fast reader of the header or properties section ``key`` (list0, list8 or null),
     decoded as ``_fields`` decodes it."""
     known = len(names)
@@ -328,7 +330,7 @@ def _fast_fields(key: str, names: tuple[str, ...], allowed: tuple[frozenset[int]
                 pos = start + buf[pos + 1]
                 result[names[i]] = buf[start:pos].decode()
             elif code == 0x53:
-                result[names[i]] = _SMALLULONG[buf[pos + 1]]
+                result[names[i]] = SMALLULONG[buf[pos + 1]]
                 pos += 2
             elif code == 0xA3:
                 start = pos + 2
@@ -338,13 +340,13 @@ def _fast_fields(key: str, names: tuple[str, ...], allowed: tuple[frozenset[int]
                 result[names[i]] = code == 0x41
                 pos += 1
             elif code == 0x50:
-                result[names[i]] = _UBYTE[buf[pos + 1]]
+                result[names[i]] = UBYTE[buf[pos + 1]]
                 pos += 2
             elif code == 0x52:
-                result[names[i]] = _SMALLUINT[buf[pos + 1]]
+                result[names[i]] = SMALLUINT[buf[pos + 1]]
                 pos += 2
             elif code == 0x43:
-                result[names[i]] = _UINT0
+                result[names[i]] = UINT0
                 pos += 1
             else:
                 result[names[i]], pos = _decoders[code](buf, pos + 1, 1)
@@ -356,7 +358,7 @@ def _fast_fields(key: str, names: tuple[str, ...], allowed: tuple[frozenset[int]
     return read
 
 
-def _fast_map(name: str, keys: frozenset[int]) -> _Reader:
+def _fast_map(name: str, keys: frozenset[int]) -> Reader:
     """The fast reader of the map section ``name`` (map8, map32 or null) whose keys are of
     ``keys`` and whose values are not compound, decoded as ``_map`` decodes it."""
     strings = 0xA1 in keys  # str8 keys, decoded inline when allowed, as sym8 keys are
@@ -404,12 +406,12 @@ def _fast_map(name: str, keys: frozenset[int]) -> _Reader:
                 pos = start + buf[pos + 1]
                 result[key] = buf[start:pos].decode()
             elif code == 0x54:
-                result[key] = _SMALLINT[buf[pos + 1]]
+                result[key] = SMALLINT[buf[pos + 1]]
                 pos += 2
             elif code == 0x40:
                 result[key] = None
                 pos += 1
-            elif code in _COMPOUND_CODES:
+            elif code in COMPOUND_CODES:
                 return -1
             else:
                 result[key], pos = _decoders[code](buf, pos + 1, 1)
@@ -422,27 +424,31 @@ def _fast_map(name: str, keys: frozenset[int]) -> _Reader:
 
 
 #: How each section but the body is read on the fast path, by view key.
-_FAST_READERS: Final[dict[str, Callable[[str], _Reader]]] = {
-    "header": lambda key: _fast_fields(key, _HEADER_NAMES, _HEADER_CODES),
-    "delivery-annotations": lambda key: _fast_map(key, _ANNOTATION_KEY_CODES),
-    "message-annotations": lambda key: _fast_map(key, _ANNOTATION_KEY_CODES),
-    "properties": lambda key: _fast_fields(key, _PROPERTIES_NAMES, _PROPERTIES_CODES),
-    "application-properties": lambda key: _fast_map(key, _STRING_CODES),
-    "footer": lambda key: _fast_map(key, _ANNOTATION_KEY_CODES),
+_FAST_READERS: Final[dict[str, Callable[[str], Reader]]] = {
+    "header": lambda key: _fast_fields(key, HEADER_NAMES, HEADER_CODES),
+    "delivery-annotations": lambda key: _fast_map(key, ANNOTATION_KEY_CODES),
+    "message-annotations": lambda key: _fast_map(key, ANNOTATION_KEY_CODES),
+    "properties": lambda key: _fast_fields(key, PROPERTIES_NAMES, PROPERTIES_CODES),
+    "application-properties": lambda key: _fast_map(key, STRING_CODES),
+    "footer": lambda key: _fast_map(key, ANNOTATION_KEY_CODES),
+}
+#: The table's reader of each section but the body, by section code; a KeyError here, at
+#: import: a section without a reader.
+_READERS: Final[dict[int, Reader]] = {
+    kind.code: _FAST_READERS[kind.key](kind.key) for kind in SECTIONS if kind.key is not None
 }
 _ANY: Final = frozenset(range(256))
 #: A step of the fast path, per section code: the section's rank in §3.2's order; what the
 #: last rank seen becomes after it (its rank, or one less for a body section, which may
 #: repeat); its reader (None for a body section: stepped over by its size); the format
 #: codes its value may start with.
-_Step = tuple[int, int, _Reader | None, frozenset[int]]
+_Step = tuple[int, int, Reader | None, frozenset[int]]
 
 
 def _step(kind: SectionKind) -> _Step:
     if kind.key is None:
         return (kind.rank, kind.rank - 1, None, kind.holds or _ANY)
-    # a KeyError here, at import: a section without a reader
-    return (kind.rank, kind.rank, _FAST_READERS[kind.key](kind.key), _ANY)
+    return (kind.rank, kind.rank, _READERS[kind.code], _ANY)
 
 
 #: Per byte after a section's 0x00 0x53, its step; rank -1 (never after anything) for a
@@ -458,21 +464,38 @@ del _kind
 _view = RawMessageView.from_sections
 
 
-def validate_message(data: bytes | bytearray | memoryview) -> RawMessageView:
-    """The view of a message that passed the door check; raises :class:`InvalidMessageError`.
+def validate_by_table(data: bytes | bytearray | memoryview) -> RawMessageView:
+    """The door check as its rules read: what :func:`validate_message` does, without its
+    straight-line fast path in front. Raises :class:`InvalidMessageError`.
 
     One pass over the common encodings, scanning and checking at once; anything else,
     and anything wrong, is left to ``_general``, which also says what is wrong.
     """
-    buf = data if type(data) is bytes else bytes(data)
-    n = len(buf)
-    spans: list[tuple[int, int, int, int]] = []
-    append = spans.append
-    decoded: dict[str, Mapping[Any, Any] | None] = {}
-    fast = _FAST
-    pos = 0
-    last = -1
+    return _table_loop(data if type(data) is bytes else bytes(data), [], {})
+
+
+def _after(spans: list[Span]) -> tuple[int, int, int, int]:
+    """Where the table loop is once it has read ``spans``: its position, the rank its order
+    rule keeps, where the body starts and ends (-1: no body yet)."""
     body_offset = body_end = -1
+    for code, start, _, end in spans:
+        if _FAST[code][2] is None:  # a body section
+            if body_offset < 0:
+                body_offset = start
+            body_end = end
+    code, _, _, end = spans[-1]
+    return end, _FAST[code][1], body_offset, body_end
+
+
+def _table_loop(buf: bytes, spans: list[Span], decoded: dict[str, Mapping[Any, Any] | None]
+                ) -> RawMessageView:
+    """The table loop from where ``spans`` end: the sections read already, each one's
+    (code, start, value, end), and ``decoded`` their entries, as this loop reads them (none:
+    from the start). The straight line hands a message on so, without it being read twice."""
+    n = len(buf)
+    append = spans.append
+    fast = _FAST
+    pos, last, body_offset, body_end = _after(spans) if spans else (0, -1, -1, -1)
     try:
         while pos < n:
             if buf[pos] or buf[pos + 1] != 0x53:
@@ -519,3 +542,10 @@ def _general(buf: bytes) -> RawMessageView:
         raise
     except DecodeError as exc:
         raise InvalidMessageError(LAYOUT, exc.reason, exc.offset) from None
+
+
+#: ``validate_message(data)``: the view of a message that passed the door check; raises
+#: :class:`InvalidMessageError`. The straight line of :mod:`fast_door` for the common
+#: shapes, the table loop (:func:`validate_by_table`) for the rest: the same views and the
+#: same refusals.
+validate_message: Final[Door] = straight_line(_READERS, _table_loop)

@@ -1,12 +1,18 @@
-"""The door check's table of cases: a message with every section, and what is refused
-(with the section each refusal names). Shared by the door check's tests of both paths."""
+"""The door check's table of cases: a message with every section, messages as clients
+commonly encode them and in rarer encodings, what is refused (with the section each
+refusal names), and every small damage to a message. Shared by the door check's tests of
+its paths (the straight line, the table loop, the general path)."""
 
 from __future__ import annotations
 
+import random
 import uuid
 
+import proton
 from proton import Array, Data, Described, char, int32, symbol, timestamp, ubyte, uint, ulong
 
+from filtex_proton.amqp.decode import UNDESCRIBED
+from filtex_proton.amqp.encode import encode_value
 from filtex_proton.amqp.message import encode_message
 from filtex_proton.amqp.validate import (
     LAYOUT,
@@ -128,3 +134,71 @@ REFUSED: dict[str, tuple[bytes, str, str]] = {
     "section beyond the message": (section(0x74, b"\xd1\x7f\xff\xff\xff"), LAYOUT,
                                    "past the end"),
 }
+
+
+def _proton_message() -> bytes:
+    """A message as proton encodes it: header, annotations, properties, application
+    properties as map32, a string body."""
+    msg = proton.Message(body="x" * 60, durable=True, priority=6, id=uuid.UUID(int=7),
+                         address="queue://orders", subject="orders.created",
+                         content_type=symbol("application/json"), creation_time=1_700_000_000.0,
+                         properties={"region": "eu-west", "amount": 1234, "currency": "EUR",
+                                     "express": True, "weight": 2.5})
+    msg.annotations = {symbol("x-opt-jms-msg-type"): proton.byte(5),
+                       symbol("x-opt-jms-dest"): proton.byte(0)}
+    return bytes(msg.encode())
+
+
+#: Messages as clients commonly encode them: what the door check's fast paths are for.
+COMMON: list[bytes] = [
+    encode_message(properties={"message-id": ulong(3)},
+                   application_properties={"k": int32(3), "region": "r3"},
+                   body=b"x" * 100, body_kind="data"),
+    encode_message(header={"durable": True, "priority": 4, "ttl": 1000, "delivery-count": 0},
+                   message_annotations={"x-opt-a": "v", "x-opt-n": 5, ulong(2): None},
+                   properties={"message-id": "id-1", "to": "q", "subject": "s",
+                               "content-type": "text/plain", "creation-time": timestamp(7),
+                               "correlation-id": uuid.UUID(int=9), "group-sequence": 2},
+                   application_properties={"s": "é", "n": None, "l": 2**40, "b": False,
+                                           "u": ubyte(200), "i": int32(-100), "f": 0.5,
+                                           "c": char("x"), "sym": symbol("y"), "bin": b"\x01"},
+                   body="hello", footer={"x-opt-sig": b"\x01"}),
+    encode_message(delivery_annotations={"d": 1}, body=[1, "two"]),
+    encode_message(body=[[1], [2]], body_kind="sequence"),
+    encode_message(body=[b"a", b"b" * 300], body_kind="data"),
+    encode_message(application_properties={"k": "v" * 300, "w": 7}),
+    encode_message(header={}, properties={}, application_properties={}, footer={}),
+    encode_message(footer={"x-opt-f": 1}),
+    _proton_message(),
+]
+
+#: A header with a field after the known ones (a later version's: decoded, not type-checked).
+EXTRA_HEADER_FIELD = header_list(b"\x41", b"\x40", b"\x40", b"\x40", b"\x40", b"\xa1\x01z")
+
+#: Valid messages in rarer encodings, most of them the table loop's or the general path's.
+UNCOMMON: list[bytes] = [
+    GOOD,
+    EXTRA_HEADER_FIELD,
+    encode_message(message_annotations={"a": Array(UNDESCRIBED, Data.INT, 1)}),
+    encode_message(message_annotations={"k": Described(ulong(1), 2)}),
+    encode_message(properties={"group-sequence": uint(2**31)}),
+    encode_message(application_properties={"k" * 300: "v", "w": 7}),
+    _proton_message().replace(b"\x00\x53\x73", b"\x00\xa3\x14amqp:properties:list", 1),
+]
+
+#: Empty and null sections, and a message of a body alone.
+EMPTY_SECTIONS: list[bytes] = [
+    section(0x70, b"\x45") + section(0x73, b"\x40") + section(0x74, b"\x40"),
+    section(0x77, encode_value([{"a": [1]}])),
+    encode_message(application_properties={}, body="x", footer={}),
+]
+
+
+def mutants(data: bytes, rng: random.Random) -> list[bytes]:
+    """Truncations, and bytes replaced by boundary values, random ones or their neighbours."""
+    out = [data[:i] for i in range(len(data))]
+    for i in range(len(data)):
+        for b in (0x00, 0x01, 0x40, 0x7F, 0x80, 0xA1, 0xFF, (data[i] + 1) & 0xFF,
+                  (data[i] - 1) & 0xFF, rng.randrange(256)):
+            out.append(data[:i] + bytes([b]) + data[i + 1:])
+    return out

@@ -46,7 +46,17 @@ from filtex_proton.amqp.message import (
 from filtex_proton.amqp.types import HEADER_FIELDS, PROPERTIES_FIELDS
 from filtex_proton.amqp.view import MISSING, DictMessageView, MessageView, Section
 
-from .filtex_amqp_strategies import SCALARS, SCALARS_BY_TYPE, SYMBOLS, from_proton, same
+from .filtex_amqp_strategies import (
+    ANNOTATIONS,
+    APPLICATION,
+    HEADER_VALUES,
+    PROPERTY_VALUES,
+    SCALARS,
+    composite_fields,
+    from_proton,
+    optional,
+    same,
+)
 
 H = Section.HEADER
 DA = Section.DELIVERY_ANNOTATIONS
@@ -567,54 +577,6 @@ def test_section_span_is_a_named_tuple() -> None:
 
 
 # --------------------------------------------------------------------------- properties
-
-
-HEADER_VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "durable": st.booleans(),
-    "priority": SCALARS_BY_TYPE[Data.UBYTE],
-    "ttl": SCALARS_BY_TYPE[Data.UINT],
-    "first-acquirer": st.booleans(),
-    "delivery-count": SCALARS_BY_TYPE[Data.UINT],
-}
-MESSAGE_IDS = st.one_of(
-    SCALARS_BY_TYPE[Data.ULONG], st.uuids(), st.binary(max_size=40), st.text(max_size=40)
-)
-PROPERTY_VALUES: dict[str, st.SearchStrategy[Any]] = {
-    "message-id": MESSAGE_IDS,
-    "user-id": st.binary(max_size=20),
-    "to": st.text(max_size=30),
-    "subject": st.text(max_size=30),
-    "reply-to": st.text(max_size=30),
-    "correlation-id": MESSAGE_IDS,
-    "content-type": SYMBOLS,
-    "content-encoding": SYMBOLS,
-    "absolute-expiry-time": SCALARS_BY_TYPE[Data.TIMESTAMP],
-    "creation-time": SCALARS_BY_TYPE[Data.TIMESTAMP],
-    "group-id": st.text(max_size=30),
-    "group-sequence": SCALARS_BY_TYPE[Data.UINT],
-    "reply-to-group-id": st.text(max_size=30),
-}
-
-
-@st.composite
-def composite_fields(draw: st.DrawFn, spec: dict[str, st.SearchStrategy[Any]]) -> dict[str, Any]:
-    """A random subset of the fields, some given explicitly as None (encoded as null)."""
-    fields: dict[str, Any] = {}
-    for name, values in spec.items():
-        choice = draw(st.sampled_from(["absent", "null", "value"]))
-        if choice == "null":
-            fields[name] = None
-        elif choice == "value":
-            fields[name] = draw(values)
-    return fields
-
-
-def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    return st.one_of(st.none(), strategy)
-
-
-ANNOTATIONS = st.dictionaries(st.one_of(SYMBOLS, SCALARS_BY_TYPE[Data.ULONG]), SCALARS, max_size=6)
-APPLICATION = st.dictionaries(st.text(max_size=20), SCALARS, max_size=8)
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])

@@ -8,7 +8,7 @@ import pickle
 import pytest
 from proton import int32, symbol, ulong
 
-from filtex_proton.amqp import DecodeError, encode_value
+from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.validate import (
     InvalidMessageError,
@@ -18,7 +18,7 @@ from filtex_proton.amqp.validate import (
 from filtex_proton.amqp.view import Section
 from filtex_proton.plugin import FilterMessage
 
-from .door_cases import GOOD, REFUSED, header_list, section
+from .door_cases import EMPTY_SECTIONS, EXTRA_HEADER_FIELD, GOOD, REFUSED
 
 
 @pytest.mark.parametrize(("data", "where", "words"), REFUSED.values(), ids=REFUSED.keys())
@@ -60,9 +60,7 @@ def test_filters_reuse_the_decoded_sections() -> None:
 
 
 def test_empty_and_null_sections_and_no_sections_but_the_body() -> None:
-    for data in (section(0x70, b"\x45") + section(0x73, b"\x40") + section(0x74, b"\x40"),
-                 section(0x77, encode_value([{"a": [1]}])),
-                 encode_message(application_properties={}, body="x", footer={})):
+    for data in EMPTY_SECTIONS:
         assert validate_message(data).data == data
 
 
@@ -75,8 +73,7 @@ def test_a_view_read_lazily_first_is_still_checked() -> None:
 
 def test_fields_after_the_known_ones_are_allowed() -> None:
     """A later version of the type may add fields (AMQP 1.0 §1.4): decoded, not type-checked."""
-    data = header_list(b"\x41", b"\x40", b"\x40", b"\x40", b"\x40", b"\xa1\x01z")
-    assert validate_message(data).section(Section.HEADER) == {"durable": True}
+    assert validate_message(EXTRA_HEADER_FIELD).section(Section.HEADER) == {"durable": True}
 
 
 def test_the_error_pickles() -> None:
