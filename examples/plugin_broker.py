@@ -20,7 +20,7 @@ from proton import Delivery, Endpoint
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
-from filtex_proton.matcher import NodeMatcher, Verdict  # filtex
+from filtex_proton.matcher import Arrival, NodeMatcher, Verdict  # filtex
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter  # filtex
 from filtex_proton.release import EndpointReleaser  # filtex: links freed when both ends close
 
@@ -28,51 +28,47 @@ from filtex_proton.release import EndpointReleaser  # filtex: links freed when b
 class Queue:
     """Messages in arrival order; each consumer takes the first one its filter matches.
 
-    The node matcher says, when a message arrives, which consumers could match it, so a
-    consumer looks only at those messages (and at the ones that arrived before it did).
+    The node matcher says, when a message arrives, which consumers may match it (its arrival,
+    kept with the message: consumers that attach later are in it), so a consumer evaluates
+    only those messages.
     """
 
     def __init__(self) -> None:
-        self.messages: collections.deque[FilterMessage] = collections.deque()
-        self.consumers: dict[object, int] = {}
-        """Sending link -> when it attached (a count of attaches)."""
-        self.attaches = 0
+        self.messages: collections.deque[tuple[FilterMessage, Arrival[object]]] = (
+            collections.deque())
+        self.consumers: dict[object, None] = {}
+        """Sending links, in the order they attached."""
         self.matcher: NodeMatcher[object] = NodeMatcher()  # filtex
-        self.candidates: dict[FilterMessage, tuple[int, frozenset[object]]] = {}
 
     def subscribe(self, sender: object, link_filter: LinkFilter) -> None:
-        self.attaches += 1
-        self.consumers[sender] = self.attaches
+        self.consumers[sender] = None
         self.matcher.register(sender, link_filter)  # filtex
 
     def unsubscribe(self, sender: object) -> None:
-        if self.consumers.pop(sender, None) is not None:
+        if sender in self.consumers:
+            del self.consumers[sender]
             self.matcher.unregister(sender)  # filtex
 
     def unused(self) -> bool:
         return not self.consumers and not self.messages
 
     def put(self, message: FilterMessage) -> None:
-        candidates = frozenset(self.matcher.candidates(message))  # filtex
-        self.candidates[message] = (self.attaches, candidates)
-        self.messages.append(message)
+        self.messages.append((message, self.matcher.arrival(message)))  # filtex
 
-    def _eligible(self, sender: object, message: FilterMessage) -> bool:
-        attached_before, candidates = self.candidates[message]
-        if self.consumers[sender] <= attached_before and sender not in candidates:
-            return False  # the index ruled it out when the message arrived
-        return self.matcher.verdict(sender, message) is Verdict.MATCHED  # filtex
+    def _matches(self, sender: object, queued: tuple[FilterMessage, Arrival[object]]) -> bool:
+        message, arrival = queued
+        return (arrival.may_match(sender)  # filtex: else ruled out unevaluated
+                and self.matcher.verdict(sender, message) is Verdict.MATCHED)  # filtex
 
     def dispatch(self) -> None:
         for sender in list(self.consumers):
             while sender.credit > 0:  # type: ignore[attr-defined]
-                found = next((m for m in self.messages if self._eligible(sender, m)), None)
+                found = next((q for q in self.messages if self._matches(sender, q)), None)
                 if found is None:
                     break
                 self.messages.remove(found)
-                del self.candidates[found]
                 sender.delivery(sender.delivery_tag())  # type: ignore[attr-defined]
-                sender.stream(found.data)  # type: ignore[attr-defined]  # the bytes as they arrived
+                sender.stream(found[0].data)  # type: ignore[attr-defined]  # the bytes as they arrived
                 sender.advance()  # type: ignore[attr-defined]
 
 

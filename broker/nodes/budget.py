@@ -32,9 +32,11 @@ log = logging.getLogger("filtex.broker")
 
 PER_ENTRY: Final = 176
 """Bytes one queued entry costs besides its message's bytes (CPython 3.11, 64-bit): the
-:class:`~filtex_broker.nodes.entry.Entry` (10 slots: 112), its position in the queue (an int: 32),
-the queue's slot (8, and the list's spare room); 149 by tracemalloc, 176 in resident size with the
-allocator's rounding and arenas (``bench/bench_memory.py``)."""
+:class:`~filtex_broker.nodes.entry.Entry` (9 slots: 104, 112 as allocated), its position in the
+queue (an int: 32), the queue's slot (8, and the list's spare room); 141 by tracemalloc, 176 in
+resident size with the allocator's rounding and arenas (``bench/bench_memory.py``). The node
+matcher's answer an entry keeps (its arrival) is shared by the entries with the same candidates:
+nothing per entry."""
 PER_JOURNALED: Final = 128
 """Bytes more in a durable node: the journal's store id (an int: 32) and its entry in the
 journal's index (a dict entry and its share of the table); 124 to 146 in resident size."""

@@ -63,7 +63,6 @@ class Consumer:
         "make_message",
         "name",
         "node",
-        "order",
         "presettled",
         "queue",
         "ruled_out",
@@ -107,8 +106,6 @@ class Consumer:
         self.subscription = subscription
         self.credit = 0
         self.cursor = 0
-        self.order = 0
-        """When it attached to its queue (1, 2, ...), for round robin among candidates."""
         self.ruled_out = 0
         """Set when it leaves its queue: messages the queue's matcher ruled out for it."""
         self.sent = 0

@@ -12,8 +12,9 @@ makes a fresh one from the bytes, whose sections are decoded again on first use.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Final
+from typing import Any, Final
 
+from filtex_proton.matcher import Arrival
 from filtex_proton.plugin import FilterMessage
 
 __all__ = ["REFUSED", "RETRIES", "Entry"]
@@ -32,8 +33,8 @@ class Entry:
     holds, per consumer, what is rare: a refusal, retries after a filter ran out of time.
     """
 
-    __slots__ = ("browse_candidates", "candidates", "data", "epoch", "fresh", "notes",
-                 "origin", "owner", "pos", "shares")
+    __slots__ = ("arrival", "browse_arrival", "data", "fresh", "notes", "origin", "owner", "pos",
+                 "shares")
 
     def __init__(self, data: bytes, origin: Hashable | None = None,
                  message: FilterMessage | None = None, *, shares: int = 1) -> None:
@@ -51,14 +52,12 @@ class Entry:
         identity)."""
         self.notes: dict[object, int] | None = None
         """Per consumer: :data:`REFUSED`, or how many times it retried (see :meth:`retry`)."""
-        self.candidates: tuple[object, ...] | None = None
-        """The queue's consumers that could match it when it arrived (its node matcher's
-        answer, in attach order); None if it arrived when there were none."""
-        self.browse_candidates: tuple[object, ...] | None = None
+        self.arrival: Arrival[Any] | None = None
+        """The queue's consumers that may match it (its node matcher's answer, kept right as
+        consumers come and say no; shared with other entries); None if it arrived when the
+        queue did not index its consumers: every one may."""
+        self.browse_arrival: Arrival[Any] | None = None
         """The same, among the queue's browsers (when they are indexed)."""
-        self.epoch = 0
-        """How many consumers the queue had seen attach when ``candidates`` was taken: one
-        attached later (a higher ``order``) is not among them and must evaluate."""
 
     @classmethod
     def of(cls, message: FilterMessage, *, shares: int = 1) -> Entry:

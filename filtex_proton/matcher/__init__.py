@@ -6,7 +6,8 @@ set *requires* of a message and, per message, reads each indexed field once,
 looks its value up (a dict lookup per field for equality), and returns the
 links that could match: the *candidates*. Only candidates are evaluated, by
 their own :class:`~filtex_proton.plugin.LinkFilter`, so the verdict is exactly
-per-link evaluation's.
+per-link evaluation's. A node that keeps a message (a queue) keeps its
+:class:`Arrival`: those candidates, kept right as links register and say no.
 
 Exactness rests on one rule: what the index asks of a message is *implied* by
 the set being TRUE under the dialect's three-valued logic and type rules
@@ -16,6 +17,7 @@ for every message; a set that can never be TRUE (a false-filter) for none.
 See docs/PLUGIN.md ("Many links on one node") and docs/SEMANTICS.md.
 """
 
+from filtex_proton.matcher.arrival import Arrival
 from filtex_proton.matcher.atoms import (
     ALWAYS,
     NEVER,
@@ -35,7 +37,7 @@ from filtex_proton.matcher.decompose import decompose
 from filtex_proton.matcher.index import MatcherStats, NodeMatch, NodeMatcher, Verdict, verdict
 
 __all__ = [
-    "ALWAYS", "NEVER", "Atom", "Condition", "FieldEquals", "FieldExists", "FieldNotNull",
-    "FieldNull", "FieldPrefix", "FieldRange", "FieldRef", "MatcherStats", "NodeMatch",
-    "NodeMatcher", "Verdict", "decompose", "holds", "value_key", "verdict",
+    "ALWAYS", "NEVER", "Arrival", "Atom", "Condition", "FieldEquals", "FieldExists",
+    "FieldNotNull", "FieldNull", "FieldPrefix", "FieldRange", "FieldRef", "MatcherStats",
+    "NodeMatch", "NodeMatcher", "Verdict", "decompose", "holds", "value_key", "verdict",
 ]

@@ -15,12 +15,14 @@ import bisect
 import enum
 import math
 import operator
-from collections.abc import Hashable
+import weakref
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Generic, NamedTuple, TypeAlias, TypeVar
 
 from filtex_proton.amqp.types import HEADER_DEFAULTS
 from filtex_proton.amqp.view import MISSING, MessageView, Section
+from filtex_proton.matcher.arrival import Arrival
 from filtex_proton.matcher.atoms import (
     ALWAYS,
     ANCHOR_RANK,
@@ -318,14 +320,32 @@ class NodeMatch(NamedTuple, Generic[K]):
         return Verdict.OVER_BUDGET if key in self.over_budget else Verdict.NOT_MATCHED
 
 
+class _Answers(dict[Arrival[K], bool]):
+    """``arrival.may_match(key)`` for one key, worked out once per arrival (see
+    :meth:`NodeMatcher.answers`)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key: K) -> None:
+        super().__init__()
+        self.key = key
+
+    def __missing__(self, arrival: Arrival[K]) -> bool:
+        if len(self) >= _ANSWERS_KEPT:
+            self.clear()  # bounded: the arrivals a link has seen come and go
+        answer = self[arrival] = arrival.may_match(self.key)
+        return answer
+
+
 class NodeMatcher(Generic[K]):
     """The filtered links of one node, indexed by what their filter sets require.
 
     ``register(key, link_filter)`` when a link attaches (``None`` or an empty
     set: it matches everything), ``unregister(key)`` when it detaches. Per
     message, a topic calls :meth:`match` (every link whose set is TRUE); a
-    queue calls :meth:`candidates` and then :meth:`verdict` on candidates with
-    credit until one matches. Keys are whatever the node keeps per link.
+    queue keeps the message's :meth:`arrival` (the links that may match it, kept
+    right as links come and go) and calls :meth:`verdict` on those with credit
+    until one matches. Keys are whatever the node keeps per link.
 
     A set the index decides exactly (string equality and the like, see
     :func:`_exact`) is counted in its stats as evaluated and matched without
@@ -339,6 +359,12 @@ class NodeMatcher(Generic[K]):
         self._slots: dict[tuple[Section, Any], _Slot] = {}
         self._always: dict[_Registration[K], None] = {}
         self._seq = 0
+        self._arrivals: dict[tuple[K, ...], Arrival[K]] = {}
+        """The arrivals handed out since the last (un)registration, by candidates: messages
+        with the same candidates share one (emptied whenever the registrations change)."""
+        self._weak = weakref.ref(self)
+        self._answers: dict[K, _Answers[K]] = {}
+        """Per key, its answers by arrival (:meth:`answers`), emptied as ``_arrivals`` is."""
         self.stats = MatcherStats()
 
     def __len__(self) -> int:
@@ -353,6 +379,8 @@ class NodeMatcher(Generic[K]):
         """Index a link's compiled filter set (replacing what ``key`` had)."""
         if key in self._registrations:
             self.unregister(key)
+        self._arrivals.clear()  # taken before this registration: they must not be shared after
+        self._answers.clear()
         self._seq += 1
         registration = _Registration(key, link_filter, self._seq, self.stats.messages)
         self._registrations[key] = registration
@@ -389,6 +417,8 @@ class NodeMatcher(Generic[K]):
         registration = self._registrations.pop(key, None)
         if registration is None:
             return
+        self._arrivals.clear()  # they may name the key: keep no link alive once it is gone
+        self._answers.clear()
         self._always.pop(registration, None)
         for entry in registration.entries:
             slot_key = (entry.anchor.field.section, entry.anchor.field.key)
@@ -409,6 +439,40 @@ class NodeMatcher(Generic[K]):
         """
         found, _ = self._found(message)
         return tuple(r.key for r in found)
+
+    def arrival(self, message: FilterMessage) -> Arrival[K]:
+        """The links that may match the message from now on, for a node that keeps it: the
+        candidates (as :meth:`candidates`), every link registered later, less those that say no
+        (:class:`~filtex_proton.matcher.arrival.Arrival`). Evaluates nothing."""
+        found, _ = self._found(message)
+        return self._shared_arrival(tuple([r.key for r in found]))
+
+    def _shared_arrival(self, keys: tuple[K, ...]) -> Arrival[K]:
+        """The arrival of a message whose candidates are ``keys`` now, shared with the other
+        messages that have them (a queue's backlog holds a few distinct ones, many times)."""
+        arrivals = self._arrivals
+        arrival = arrivals.get(keys)
+        if arrival is None:
+            if len(arrivals) >= _ARRIVALS_KEPT + 2 * len(self._registrations):
+                arrivals.clear()  # bounded: distinct candidate sets can outnumber the links
+            arrival = arrivals[keys] = Arrival(self._registrations, self._seq, keys, self._weak)
+        return arrival
+
+    def answers(self, key: K) -> Mapping[Arrival[K], bool]:
+        """``answers[arrival]`` is ``arrival.may_match(key)``, worked out once per arrival while
+        the registrations stay as they are: for a scan of many kept messages for one link, a
+        dict lookup a message instead of a call (messages share arrivals)."""
+        answers = self._answers.get(key)
+        if answers is None:
+            answers = _Answers(key)
+            if key in self._registrations:  # keep nothing for a key that is not a link
+                self._answers[key] = answers
+        return answers
+
+    def order(self, key: K) -> int:
+        """When ``key`` registered: a number that grows with each registration (round robin in
+        registration order, :meth:`Arrival.links`)."""
+        return self._registrations[key].seq
 
     def verdict(self, key: K, message: FilterMessage) -> Verdict:
         """Evaluate one registered link for one message (always by its ``matches``: a
@@ -518,6 +582,10 @@ class NodeMatcher(Generic[K]):
 
 
 _UNREAD: Final = object()
+_ARRIVALS_KEPT: Final = 64
+"""Distinct shared arrivals kept beyond twice the links (then the cache starts again)."""
+_ANSWERS_KEPT: Final = 64
+"""Answers kept per key (then its cache starts again)."""
 
 
 _by_seq: Final = operator.attrgetter("seq")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proton import Delivery, Message, Timeout
+from proton import Delivery, Described, Message, Timeout, symbol
 
 from filtex_broker.config import load_config
 from filtex_broker.memory import (
@@ -35,7 +35,7 @@ from filtex_broker.nodes.queue import Queue
 from filtex_broker.nodes.registry import Registry
 from filtex_broker.settings import ConfigError, parse_size
 from filtex_broker.store.log import Store
-from filtex_proton.plugin import FilterMessage, FiltexPlugin
+from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 
 from ..broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver
 from ..fault_clients import BrokerProcess
@@ -279,6 +279,56 @@ def test_cost_model_against_tracemalloc(body: Any, properties: dict[str, Any]) -
     accounted = queue.budget.accounted / count  # type: ignore[union-attr]
     print(f"{len(encoded)} bytes: measured {measured:.0f}, accounted {accounted:.0f}")
     assert 0.85 * measured <= accounted <= 1.3 * measured
+
+
+class _Idle:
+    """A filtered consumer without credit, as a queue sees it."""
+
+    def __init__(self, text: str) -> None:
+        filter_set = FiltexPlugin().compile({symbol("f"): Described(symbol("amqp:sql-filter"),
+                                                                     text)})
+        self.filter = LinkFilter(filter_set, None)
+        self.filter_stats = filter_set.stats
+        self.credit = self.cursor = self.ruled_out = 0
+        self.closed = self.browse = False
+
+    def send(self, entry: Entry) -> None:
+        raise AssertionError("no credit")
+
+
+def _traced_per_message(queue: Queue, encoded: list[bytes], count: int) -> float:
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for n in range(count):
+            message = FiltexPlugin.message(bytes(bytearray(encoded[n % len(encoded)])), origin=1)
+            message.validate()
+            queue.publish(message)
+        gc.collect()
+        return (tracemalloc.get_traced_memory()[0] - before) / count
+    finally:
+        tracemalloc.stop()
+
+
+def test_entries_kept_for_filtered_consumers_cost_what_others_do() -> None:
+    """With filtered consumers a queue keeps each message's arrival (the consumers that may match
+    it); messages with the same candidates share one, so such an entry costs what the model
+    charges for any other (measured: the same bytes, where a candidates tuple of its own cost
+    48 to 64 more)."""
+    encoded = [Message(body="x" * 60, properties={"n": n}, durable=True, address="q").encode()
+               for n in range(10)]
+    count = 4000
+    alone = Queue("q", NodeLimits(1 << 30, 1 << 40), budget=MemoryBudget())
+    watched = Queue("q", NodeLimits(1 << 30, 1 << 40), budget=MemoryBudget())
+    for text in [f"n = {n}" for n in range(10)] + ["n >= 5", "n < 3 OR n = 7"]:
+        watched.add_consumer(_Idle(text))  # type: ignore[arg-type]
+    plain = _traced_per_message(alone, encoded, count)
+    kept = _traced_per_message(watched, encoded, count)
+    assert all(e.arrival is not None for e in watched.entries())
+    print(f"per entry: {plain:.0f} bytes alone, {kept:.0f} with 12 filtered consumers")
+    assert kept <= plain + 8
+    assert watched.budget.accounted == alone.budget.accounted  # type: ignore[union-attr]
 
 
 def test_cost_model_of_a_fan_out_against_tracemalloc() -> None:

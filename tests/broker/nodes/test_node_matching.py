@@ -272,20 +272,38 @@ def test_idle_filtered_browsers_are_never_evaluated() -> None:
     assert numbers(late) == list(range(1, 20, 2))
 
 
-def test_a_returned_message_goes_to_a_consumer_that_attached_after_it_arrived() -> None:
-    """The matcher named the message's candidates when it arrived; a consumer attached later
-    was not among them, yet must be offered the message when it comes back, at once."""
+def _returned_after_a_late_consumer(late_filter: str) -> Stand:
+    """A message taken (unsettled) by a consumer; a consumer attaches, with credit, while the
+    message is out (it scans: nothing); the first consumer leaves and the message comes back.
+    The late consumer, which the matcher did not index for the message."""
     queue = Queue("q", LIMITS)
     for k in range(MATCHER_FROM):
         Stand(queue, f"region = 'never-{k}'")
     first = Stand(queue, "region = 'a'", settle=False)
     queue.publish(region_message("a", 7))
     entry = first.got[0]
-    late = Stand(queue, "region = 'a'")  # has credit, scanned already: the entry was taken
+    late = Stand(queue, late_filter)
     queue.dispatch_to(late)  # type: ignore[arg-type]
-    assert not late.got
+    assert not late.got and evaluations(late) == 0
     first.closed = True
     queue.remove_consumer(first)  # type: ignore[arg-type]
     queue.requeue(entry)
     queue.dispatch_returned()
+    return late
+
+
+def test_a_returned_message_goes_to_a_consumer_that_attached_after_it_arrived() -> None:
+    """The matcher named the message's candidates when it arrived; a consumer attached later
+    was not among them, yet must be offered the message when it comes back, at once."""
+    late = _returned_after_a_late_consumer("region = 'a'")
     assert numbers(late) == [7]
+
+
+def test_a_late_consumer_that_refused_a_returned_message_does_not_evaluate_it_again() -> None:
+    """A returned message is offered to the consumers attached since it arrived too; one that
+    says no is ruled out from then on, as a candidate that said no is: its scans skip it."""
+    late = _returned_after_a_late_consumer("region = 'a' AND n > 10")
+    assert not late.got and evaluations(late) == 1
+    assert late.cursor == 0  # the entry is ahead of its cursor again
+    late.queue.dispatch_to(late)  # type: ignore[arg-type]
+    assert not late.got and evaluations(late) == 1
