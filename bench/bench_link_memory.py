@@ -33,7 +33,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeAlias
 
 from link_churn import KINDS, growth_per_cycle
 
@@ -116,7 +116,8 @@ def serving(server: str, tree: Path) -> Iterator[tuple[int, str]]:
                 _stop(process)
 
 
-def main() -> int:
+def _arguments() -> argparse.Namespace:
+    """The command line, checked: ``kinds`` and ``servers`` become lists of known names."""
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -132,10 +133,9 @@ def main() -> int:
     parser.add_argument("--before", type=Path, metavar="DIR",
                         help="also measure the source tree in DIR, in the same run")
     args = parser.parse_args()
-    kinds = [k for k in args.kinds.split(",") if k]
-    servers = [s for s in args.servers.split(",") if s]
-    for name, known in (("kind", KINDS), ("server", SERVERS)):
-        chosen = kinds if name == "kind" else servers
+    args.kinds = [k for k in args.kinds.split(",") if k]
+    args.servers = [s for s in args.servers.split(",") if s]
+    for name, chosen, known in (("kind", args.kinds, KINDS), ("server", args.servers, SERVERS)):
         unknown = [c for c in chosen if c not in known]
         if unknown:
             parser.error(f"unknown {name} {unknown[0]!r}: choose from {', '.join(known)}")
@@ -143,17 +143,23 @@ def main() -> int:
         parser.error(f"--before {args.before}: no broker/ there (a source tree of this project)")
     if args.warmup < 0 or args.cycles <= 0:
         parser.error("--warmup must be >= 0 and --cycles > 0")
-    if not sys.platform.startswith("linux"):
-        print("bench: reads /proc (Linux only)", file=sys.stderr)
-        return 2
-    trees = [("after", REPO)] + ([("before", args.before.resolve())] if args.before else [])
-    results: dict[tuple[str, str, str], float] = {}
+    return args
+
+
+_Results: TypeAlias = dict[tuple[str, str, str], float]
+"""Resident bytes per cycle by (server, tree name, kind)."""
+
+
+def _measure(args: argparse.Namespace, trees: list[tuple[str, Path]]) -> _Results:
+    """Each server of each tree started once, every kind it serves cycled against it; what
+    was measured when a SIGTERM or ^C stops the run."""
+    results: _Results = {}
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # stop the servers, print the table
     try:
-        for server in servers:
+        for server in args.servers:
             for tree_name, tree in trees:
                 with serving(server, tree) as (pid, url):
-                    for kind in kinds:
+                    for kind in args.kinds:
                         if server == "example" and kind not in EXAMPLE_KINDS:
                             continue
                         grown = growth_per_cycle(
@@ -163,13 +169,20 @@ def main() -> int:
                               flush=True)
     except KeyboardInterrupt:
         print("bench: stopped; the table has what was measured", file=sys.stderr)
+    return results
+
+
+def _print_table(args: argparse.Namespace, trees: list[tuple[str, Path]],
+                 results: _Results) -> None:
+    """One row per kind: bytes per cycle per server and tree, then after/before ratios."""
+    servers = args.servers
     before = len(trees) > 1
     header = f"{'kind':11s}" + "".join(
         f" {s + ' ' + t:>15s}" for s in servers for t, _ in trees) + "".join(
         f" {s + ' after/before':>20s}" for s in servers if before)
     print(f"\nresident bytes per cycle after {args.warmup} warm-up cycles, over {args.cycles} "
           f"cycles (python {sys.version.split()[0]})\n{header}")
-    for kind in kinds:
+    for kind in args.kinds:
         cells = []
         for server in servers:
             for tree_name, _ in trees:
@@ -181,6 +194,15 @@ def main() -> int:
             cells.append(f" {after_value / before_value:19.2f}x" if after_value is not None
                          and before_value is not None and before_value >= 1 else f" {'-':>20s}")
         print(f"{kind:11s}{''.join(cells)}")
+
+
+def main() -> int:
+    args = _arguments()
+    if not sys.platform.startswith("linux"):
+        print("bench: reads /proc (Linux only)", file=sys.stderr)
+        return 2
+    trees = [("after", REPO)] + ([("before", args.before.resolve())] if args.before else [])
+    _print_table(args, trees, _measure(args, trees))
     return 0
 
 

@@ -26,6 +26,7 @@ import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -142,6 +143,90 @@ def _report(data: bytes, prefix: str, kind: str) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class _PlainOptions:
+    """The libFuzzer flags the plain loop understands, with libFuzzer's defaults."""
+
+    max_time: float
+    runs: int
+    """How many inputs to run; negative: no limit."""
+    seed: int
+    timeout: int
+    max_len: int
+    prefix: str
+    tokens: list[bytes]
+
+    @classmethod
+    def from_flags(cls, flags: dict[str, str]) -> _PlainOptions:
+        return cls(max_time=float(flags.get("max_total_time", "0")),
+                   runs=int(flags.get("runs", "-1")),
+                   seed=int(flags.get("seed", "0")) or int(time.time()),
+                   timeout=int(flags.get("timeout", "0")),
+                   max_len=int(flags.get("max_len", "4096")),
+                   prefix=flags.get("artifact_prefix", "./"),
+                   tokens=_dictionary(flags.get("dict")))
+
+
+def _plain_corpus(seeds: Sequence[bytes], corpus_dirs: Sequence[str],
+                  options: _PlainOptions) -> tuple[list[bytes], int]:
+    """The inputs to start from and how many inputs to run: files named without a time
+    or run budget are a reproduction, which runs exactly those files, once each."""
+    runs = options.runs
+    files = [Path(p) for p in corpus_dirs if Path(p).is_file()]
+    if files and runs < 0 and not options.max_time:  # reproduce: run exactly the files given
+        seeds, runs = [], len(files)
+    corpus = list(seeds) + [path.read_bytes() for path in files]
+    for directory in corpus_dirs:
+        path = Path(directory)
+        if path.is_dir():
+            corpus.extend(p.read_bytes() for p in sorted(path.iterdir()) if p.is_file())
+    return corpus or [b""], runs
+
+
+def _fails(test_one_input: TestOneInput, data: bytes, options: _PlainOptions,
+           use_alarm: bool) -> bool:
+    """Run one input; on a failure or a timeout, save the input, say so and return True."""
+    try:
+        if use_alarm:
+            signal.alarm(options.timeout)
+        test_one_input(data)
+    except FuzzTimeout:
+        path = _report(data, options.prefix, "timeout")
+        print(f"==TIMEOUT== input ran longer than {options.timeout}s; saved as {path}",
+              file=sys.stderr)
+        return True
+    except Exception:
+        traceback.print_exc()
+        path = _report(data, options.prefix, "crash")
+        print(f"==CRASH== on {data[:120]!r}...; saved as {path}", file=sys.stderr)
+        return True
+    finally:
+        if use_alarm:
+            signal.alarm(0)
+    return False
+
+
+def _plain_loop(test_one_input: TestOneInput, corpus: list[bytes], runs: int,
+                options: _PlainOptions, use_alarm: bool, start: float) -> int | None:
+    """The corpus as it is, then mutations of it until the budget is spent: how many
+    inputs ran, or None after a failure."""
+    rng = random.Random(options.seed)
+    initial = len(corpus)
+    done = 0
+    while not (0 <= runs <= done or (options.max_time
+                                      and time.monotonic() - start >= options.max_time)):
+        if done < initial:
+            data = corpus[done]
+        else:
+            data = mutate(rng.choice(corpus), rng, corpus, options.tokens, options.max_len)
+        if _fails(test_one_input, data, options, use_alarm):
+            return None
+        done += 1
+        if done > initial and len(corpus) < 4096 and rng.random() < 0.05:
+            corpus.append(data)  # no coverage feedback: keep some survivors to go deeper
+    return done
+
+
 def plain_fuzz(test_one_input: TestOneInput, seeds: Sequence[bytes],
                argv: Sequence[str], *, quiet: bool = False) -> int:
     """Run ``test_one_input`` on the seeds, then on random mutations of the corpus.
@@ -150,63 +235,21 @@ def plain_fuzz(test_one_input: TestOneInput, seeds: Sequence[bytes],
     the first failure (its input is saved as ``<artifact_prefix>crash-<sha1>``).
     """
     flags, corpus_dirs = _flags(argv)
-    max_time = float(flags.get("max_total_time", "0"))
-    runs = int(flags.get("runs", "-1"))
-    seed = int(flags.get("seed", "0")) or int(time.time())
-    timeout = int(flags.get("timeout", "0"))
-    max_len = int(flags.get("max_len", "4096"))
-    prefix = flags.get("artifact_prefix", "./")
-    tokens = _dictionary(flags.get("dict"))
-    rng = random.Random(seed)
-    files = [Path(p) for p in corpus_dirs if Path(p).is_file()]
-    if files and runs < 0 and not max_time:  # reproduce: run exactly the files given
-        seeds, runs = [], len(files)
-    corpus = list(seeds) + [path.read_bytes() for path in files]
-    for directory in corpus_dirs:
-        path = Path(directory)
-        if path.is_dir():
-            corpus.extend(p.read_bytes() for p in sorted(path.iterdir()) if p.is_file())
-    if not corpus:
-        corpus = [b""]
-    initial = len(corpus)
-    use_alarm = timeout > 0 and hasattr(signal, "SIGALRM")
+    options = _PlainOptions.from_flags(flags)
+    corpus, runs = _plain_corpus(seeds, corpus_dirs, options)
+    use_alarm = options.timeout > 0 and hasattr(signal, "SIGALRM")
     previous = signal.signal(signal.SIGALRM, _alarm) if use_alarm else None
     start = time.monotonic()
-    done = 0
     try:
-        while True:
-            if 0 <= runs <= done or (max_time and time.monotonic() - start >= max_time):
-                break
-            if done < initial:
-                data = corpus[done]
-            else:
-                data = mutate(rng.choice(corpus), rng, corpus, tokens, max_len)
-            try:
-                if use_alarm:
-                    signal.alarm(timeout)
-                test_one_input(data)
-            except FuzzTimeout:
-                path = _report(data, prefix, "timeout")
-                print(f"==TIMEOUT== input ran longer than {timeout}s; saved as {path}",
-                      file=sys.stderr)
-                return 1
-            except Exception:
-                traceback.print_exc()
-                path = _report(data, prefix, "crash")
-                print(f"==CRASH== on {data[:120]!r}...; saved as {path}", file=sys.stderr)
-                return 1
-            finally:
-                if use_alarm:
-                    signal.alarm(0)
-            done += 1
-            if done > initial and len(corpus) < 4096 and rng.random() < 0.05:
-                corpus.append(data)  # no coverage feedback: keep some survivors to go deeper
+        done = _plain_loop(test_one_input, corpus, runs, options, use_alarm, start)
     finally:
         if use_alarm:
             signal.signal(signal.SIGALRM, previous)
+    if done is None:
+        return 1
     if not quiet:
         print(f"#{done} DONE plain loop: {done} inputs in {time.monotonic() - start:.1f}s "
-              f"(seed {seed}), no failure")
+              f"(seed {options.seed}), no failure")
     return 0
 
 

@@ -7,7 +7,7 @@ imports the library itself.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
 
@@ -309,40 +309,54 @@ _SCALARS: Final[tuple[Any, ...]] = (
 
 def build_value(reader: ByteReader, depth: int = 0) -> Any:
     """An AMQP value: scalars, strings, composites, described filters and deep chains."""
-    choice = reader.below(16)
+    choice = reader.below(len(_VALUE_BUILDERS))
     if depth >= 5 or reader.exhausted():
-        choice = choice % 4
-    if choice == 0:
-        return reader.pick(_SCALARS)
-    if choice == 1:
-        return reader.pick(_WORDS)
-    if choice == 2:
-        return symbol(reader.pick(_WORDS))
-    if choice == 3:
-        return reader.pick(SQL_SEEDS)
-    if choice in (4, 5):
-        return [build_value(reader, depth + 1) for _ in range(reader.below(5))]
-    if choice in (6, 7):
-        entries: dict[Any, Any] = {}
-        for _ in range(reader.below(6)):
-            key = reader.pick((reader.pick(_WORDS), symbol(reader.pick(_WORDS)),
-                               reader.pick(_SCALARS)))
-            try:
-                entries[key] = build_value(reader, depth + 1)
-            except TypeError:  # an unhashable scalar: never, but stay total
-                continue
-        return entries
-    if choice == 8:
-        element = reader.pick(((Data.INT, (1, 2, 3)), (Data.SYMBOL, (symbol("a"), symbol("b"))),
-                               (Data.STRING, ("x",)), (Data.NULL, ()), (Data.BOOL, (True,))))
-        return Array(UNDESCRIBED_ANY, element[0], *element[1])
-    if choice in (9, 10, 11, 12):
-        return build_filter(reader, depth + 1)
-    if choice == 13:  # a group chain deeper than any limit allows
-        return deep_group(reader.below(64) + 1, reader.pick(DESCRIPTORS))
-    if choice == 14:  # a value nested deeper than the property-entry limit allows
-        return deep_list(reader.below(400) + 1)
-    return Described(reader.pick(_SCALARS), build_value(reader, depth + 1))
+        choice = choice % 4  # a leaf: the first four builders nest nothing
+    return _VALUE_BUILDERS[choice](reader, depth)
+
+
+def _list_value(reader: ByteReader, depth: int) -> list[Any]:
+    return [build_value(reader, depth + 1) for _ in range(reader.below(5))]
+
+
+def _map_value(reader: ByteReader, depth: int) -> dict[Any, Any]:
+    entries: dict[Any, Any] = {}
+    for _ in range(reader.below(6)):
+        key = reader.pick((reader.pick(_WORDS), symbol(reader.pick(_WORDS)),
+                           reader.pick(_SCALARS)))
+        try:
+            entries[key] = build_value(reader, depth + 1)
+        except TypeError:  # an unhashable scalar: never, but stay total
+            continue
+    return entries
+
+
+def _array_value(reader: ByteReader, depth: int) -> Array:
+    element = reader.pick(((Data.INT, (1, 2, 3)), (Data.SYMBOL, (symbol("a"), symbol("b"))),
+                           (Data.STRING, ("x",)), (Data.NULL, ()), (Data.BOOL, (True,))))
+    return Array(UNDESCRIBED_ANY, element[0], *element[1])
+
+
+def _filter_value(reader: ByteReader, depth: int) -> Described:
+    return build_filter(reader, depth + 1)
+
+
+_VALUE_BUILDERS: Final[tuple[Callable[[ByteReader, int], Any], ...]] = (
+    lambda reader, depth: reader.pick(_SCALARS),
+    lambda reader, depth: reader.pick(_WORDS),
+    lambda reader, depth: symbol(reader.pick(_WORDS)),
+    lambda reader, depth: reader.pick(SQL_SEEDS),
+    _list_value, _list_value,
+    _map_value, _map_value,
+    _array_value,
+    _filter_value, _filter_value, _filter_value, _filter_value,
+    # a group chain deeper than any limit allows
+    lambda reader, depth: deep_group(reader.below(64) + 1, reader.pick(DESCRIPTORS)),
+    # a value nested deeper than the property-entry limit allows
+    lambda reader, depth: deep_list(reader.below(400) + 1),
+    lambda reader, depth: Described(reader.pick(_SCALARS), build_value(reader, depth + 1)),
+)
+"""What :func:`build_value` builds for each choice (its weight is how often it appears)."""
 
 
 def build_filter(reader: ByteReader, depth: int = 0) -> Described:

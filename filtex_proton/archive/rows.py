@@ -91,53 +91,101 @@ def typed_value(value: Any, encoded: bytes | None = None) -> tuple[dict[str, Any
     if kind is Kind.DECIMAL and code is not None:
         name = _DECIMAL_NAMES.get(code, name)
     row = _empty(name)
-    complete = True
-    if kind is Kind.NULL:
-        pass
-    elif kind is Kind.BOOLEAN:
-        row["boolean"] = value
-    elif kind is Kind.INTEGER or kind is Kind.TIMESTAMP:
-        number = int(value)
-        if LONG_MIN <= number <= LONG_MAX:
-            row["long"] = number
-        else:  # a ulong above 2^63-1
-            row["decimal"] = decimal.Decimal(number)
-            row["double"] = float(number)
-    elif kind is Kind.FLOAT:
-        row["double"] = float(value)
-    elif kind is Kind.DECIMAL:
-        exact = as_decimal(value)
-        row["string"] = str(exact)
-        row["decimal"] = _exact_decimal(exact)
-        if exact.is_finite():
-            row["double"] = float(exact)
-        complete = row["decimal"] is not None
-    elif kind is Kind.CHAR:
-        row["string"] = str(value)
-        row["long"] = ord(value)
-    elif kind is Kind.UUID:
-        row["binary"] = value.bytes
-        row["string"] = str(value)
-    elif kind is Kind.BINARY:
-        row["binary"] = bytes(value)
-    elif kind is Kind.STRING or kind is Kind.SYMBOL:
-        row["string"] = text = str(value)
-        # What the text means compared with a timestamp (§6.3.2), read by the engine's own
-        # ISO 8601 code, so Spark never has to parse dates. Beyond a long: not complete.
-        try:
-            millis = iso8601.to_millis(text)
-        except Exception:  # the engine would fail the same way: leave it to the engine
-            return row, False
-        if millis is not None:
-            if not LONG_MIN <= millis <= LONG_MAX:
-                return row, False
-            row["long"] = millis
-    else:  # a compound given without its encoding
-        from filtex_proton.amqp import encode_value
+    return row, _FILL_SLOTS[kind](row, value)
 
-        row["binary"] = encode_value(value)
-        complete = kind is not Kind.DESCRIBED
-    return row, complete
+
+# Each kind's slots of a TYPED_VALUE row: a filler sets them in ``row`` and says whether the
+# value is complete (see typed_value).
+
+def _fill_nothing(row: dict[str, Any], value: Any) -> bool:
+    return True
+
+
+def _fill_boolean(row: dict[str, Any], value: Any) -> bool:
+    row["boolean"] = value
+    return True
+
+
+def _fill_integer(row: dict[str, Any], value: Any) -> bool:
+    """Integers and timestamps: a long, or past it (a ulong above 2^63-1) decimal and double."""
+    number = int(value)
+    if LONG_MIN <= number <= LONG_MAX:
+        row["long"] = number
+    else:
+        row["decimal"] = decimal.Decimal(number)
+        row["double"] = float(number)
+    return True
+
+
+def _fill_float(row: dict[str, Any], value: Any) -> bool:
+    row["double"] = float(value)
+    return True
+
+
+def _fill_decimal(row: dict[str, Any], value: Any) -> bool:
+    """The exact text always; complete only when the decimal slot holds it exactly."""
+    exact = as_decimal(value)
+    row["string"] = str(exact)
+    row["decimal"] = _exact_decimal(exact)
+    if exact.is_finite():
+        row["double"] = float(exact)
+    return row["decimal"] is not None
+
+
+def _fill_char(row: dict[str, Any], value: Any) -> bool:
+    row["string"] = str(value)
+    row["long"] = ord(value)
+    return True
+
+
+def _fill_uuid(row: dict[str, Any], value: Any) -> bool:
+    row["binary"] = value.bytes
+    row["string"] = str(value)
+    return True
+
+
+def _fill_binary(row: dict[str, Any], value: Any) -> bool:
+    row["binary"] = bytes(value)
+    return True
+
+
+def _fill_text(row: dict[str, Any], value: Any) -> bool:
+    """Strings and symbols: the text, and in ``long`` what it means compared with a
+    timestamp (§6.3.2), read by the engine's own ISO 8601 code, so Spark never has to
+    parse dates. A reading the engine fails on, or beyond a long: not complete."""
+    row["string"] = text = str(value)
+    try:
+        millis = iso8601.to_millis(text)
+    except Exception:  # the engine would fail the same way: leave it to the engine
+        return False
+    if millis is not None:
+        if not LONG_MIN <= millis <= LONG_MAX:
+            return False
+        row["long"] = millis
+    return True
+
+
+def _fill_compound(row: dict[str, Any], value: Any) -> bool:
+    """A map, list or array given without its encoding: encoded here."""
+    from filtex_proton.amqp import encode_value
+
+    row["binary"] = encode_value(value)
+    return True
+
+
+def _fill_described(row: dict[str, Any], value: Any) -> bool:
+    """As a compound, but never complete: Spark cannot see what a descriptor means."""
+    _fill_compound(row, value)
+    return False
+
+
+_FILL_SLOTS: Final[dict[Kind, Callable[[dict[str, Any], Any], bool]]] = {
+    Kind.NULL: _fill_nothing, Kind.BOOLEAN: _fill_boolean, Kind.INTEGER: _fill_integer,
+    Kind.TIMESTAMP: _fill_integer, Kind.FLOAT: _fill_float, Kind.DECIMAL: _fill_decimal,
+    Kind.CHAR: _fill_char, Kind.UUID: _fill_uuid, Kind.BINARY: _fill_binary,
+    Kind.STRING: _fill_text, Kind.SYMBOL: _fill_text, Kind.MAP: _fill_compound,
+    Kind.LIST: _fill_compound, Kind.ARRAY: _fill_compound, Kind.DESCRIBED: _fill_described,
+}
 
 
 def typed_key(key: Any, encoded: bytes | None = None) -> str:
@@ -149,29 +197,28 @@ def typed_key(key: Any, encoded: bytes | None = None) -> str:
     name = amqp_type_name(key)
     if kind is Kind.DECIMAL and code is not None:
         name = _DECIMAL_NAMES.get(code, name)
-    if kind in (Kind.STRING, Kind.SYMBOL, Kind.CHAR):
-        text = str(key)
-    elif kind is Kind.BOOLEAN:
-        text = "true" if key else "false"
-    elif kind in (Kind.INTEGER, Kind.TIMESTAMP):
-        text = str(int(key))
-    elif kind is Kind.FLOAT:
-        text = repr(float(key))
-    elif kind is Kind.DECIMAL:
-        text = str(as_decimal(key))
-    elif kind is Kind.UUID:
-        text = str(key)
-    elif kind is Kind.BINARY:
-        text = bytes(key).hex()
-    elif kind is Kind.NULL:
-        text = ""
-    else:
-        from filtex_proton.amqp import encode_value
-
-        text = encode_value(key).hex()
-    return f"{name}:{text}"
+    return f"{name}:{_KEY_TEXT[kind](key)}"
 
 
+def _encoded_hex(key: Any) -> str:
+    """A compound key given without its encoding: encoded here."""
+    from filtex_proton.amqp import encode_value
+
+    return encode_value(key).hex()
+
+
+_KEY_TEXT: Final[dict[Kind, Callable[[Any], str]]] = {
+    Kind.STRING: str, Kind.SYMBOL: str, Kind.CHAR: str, Kind.UUID: str,
+    Kind.BOOLEAN: lambda key: "true" if key else "false",
+    Kind.INTEGER: lambda key: str(int(key)), Kind.TIMESTAMP: lambda key: str(int(key)),
+    Kind.FLOAT: lambda key: repr(float(key)),
+    Kind.DECIMAL: lambda key: str(as_decimal(key)),
+    Kind.BINARY: lambda key: bytes(key).hex(),
+    Kind.NULL: lambda key: "",
+    Kind.MAP: _encoded_hex, Kind.LIST: _encoded_hex, Kind.ARRAY: _encoded_hex,
+    Kind.DESCRIBED: _encoded_hex,
+}
+"""The text of a typed key, by its kind."""
 
 
 def _compound_items(buf: bytes, offset: int) -> tuple[int, int]:
@@ -280,10 +327,24 @@ def message_row(data: bytes, *, address: str, arrival_ms: int, sequence: int = 0
     except DecodeError as exc:
         row["decode_error"] = str(exc)
         return row
-    regular = True
     nonconforming: list[tuple[str, dict[str, Any]]] = []
-    composites = ((Section.HEADER, _HEADER_NAMES), (Section.PROPERTIES, _PROPERTIES_NAMES))
-    for section, names in composites:
+    regular = _field_columns(row, buf, sections, offsets, nonconforming)
+    regular &= _map_columns(row, buf, sections, offsets)
+    row["nonconforming"] = nonconforming or None
+    row["regular"] = regular
+    return row
+
+
+_COMPOSITES: Final = ((Section.HEADER, _HEADER_NAMES), (Section.PROPERTIES, _PROPERTIES_NAMES))
+
+
+def _field_columns(row: dict[str, Any], buf: bytes, sections: Mapping[Section, Any],
+                   offsets: Mapping[Section, int],
+                   nonconforming: list[tuple[str, dict[str, Any]]]) -> bool:
+    """The header's and properties' fields into their columns; a field not of its declared
+    type goes to ``nonconforming`` instead. Whether the fields leave the row regular."""
+    regular = True
+    for section, names in _COMPOSITES:
         fields = sections[section]
         if not fields:
             continue
@@ -304,6 +365,15 @@ def message_row(data: bytes, *, address: str, arrival_ms: int, sequence: int = 0
             else:
                 nonconforming.append((name, typed_value(value, encoded)[0]))
                 regular = False
+    return regular
+
+
+def _map_columns(row: dict[str, Any], buf: bytes, sections: Mapping[Section, Any],
+                 offsets: Mapping[Section, int]) -> bool:
+    """The map sections into their columns as (typed key, typed value) entries. Whether
+    they leave the row regular: every value complete, every key of a type its section
+    allows, no two keys that print alike."""
+    regular = True
     for section, column in MAP_COLUMNS.items():
         if sections[section] is None:
             continue
@@ -321,10 +391,7 @@ def message_row(data: bytes, *, address: str, arrival_ms: int, sequence: int = 0
             regular &= complete and text.partition(":")[0] in allowed
             entries.append((text, typed))
         row[column] = entries
-    row["nonconforming"] = nonconforming or None
-    row["regular"] = regular
-    return row
-
+    return regular
 
 
 def rows_to_table(rows: Iterable[Mapping[str, Any]]) -> pa.Table:

@@ -244,6 +244,16 @@ class _Slot:
             found.extend(self.null)
             return found
         found.extend(self.notnull)
+        if self.eq_sql or self.eq_prop:
+            self._equal_hits(value, found)
+        if self.prefixes:
+            self._prefix_hits(value, found)
+        if self.lows or self.highs or self.bands:
+            self._range_hits(value, found)
+        return found
+
+    def _equal_hits(self, value: Any, found: list[_Entry[Any]]) -> None:
+        """Adds the entries whose equality (SQL or property rules) holds for a non-null value."""
         if self.eq_sql:
             key = value_key(value, "sql")
             if key is not None:
@@ -252,29 +262,34 @@ class _Slot:
             key = value_key(value, "property")
             if key is not None:
                 found.extend(self.eq_prop.get(_ikey(key), _NO_ENTRIES))
-        if self.prefixes:
-            texts = {"sql": text_value(value, "sql"), "property": text_value(value, "property")}
-            for rules, length in self.prefix_lengths:
-                text = texts[rules]
-                if text is not None and length <= len(text):
-                    found.extend(self.prefixes.get((rules, text[:length]), _NO_ENTRIES))
-        if self.lows or self.highs or self.bands:
-            number = number_value(value)
-            if number is not None:
-                lows = self.lows
-                found.extend(entry for _low, _sort, entry in lows[:bisect.bisect_right(
-                    lows, (number, math.inf))])
-                highs = self.highs
-                found.extend(entry for _high, _sort, entry in highs[bisect.bisect_left(
-                    highs, (number, -1)):])
-                for window, band in self.bands.items():
-                    start = 0 if window == math.inf else bisect.bisect_left(
-                        band, (number - window,))
-                    for _low, _sort, entry in band[start:bisect.bisect_right(
-                            band, (number, math.inf))]:
-                        if number <= entry.anchor.high:  # type: ignore[union-attr,operator]
-                            found.append(entry)
-        return found
+
+    def _prefix_hits(self, value: Any, found: list[_Entry[Any]]) -> None:
+        """Adds the entries whose prefix the value's text starts with: one lookup per prefix
+        length registered, not one per prefix."""
+        texts = {"sql": text_value(value, "sql"), "property": text_value(value, "property")}
+        for rules, length in self.prefix_lengths:
+            text = texts[rules]
+            if text is not None and length <= len(text):
+                found.extend(self.prefixes.get((rules, text[:length]), _NO_ENTRIES))
+
+    def _range_hits(self, value: Any, found: list[_Entry[Any]]) -> None:
+        """Adds the entries whose range holds the value's number: a prefix of the low
+        bounds, a suffix of the high bounds, and per width class the bands whose low
+        bound lies within one width below the number."""
+        number = number_value(value)
+        if number is None:
+            return
+        lows = self.lows
+        found.extend(entry for _low, _sort, entry in lows[:bisect.bisect_right(
+            lows, (number, math.inf))])
+        highs = self.highs
+        found.extend(entry for _high, _sort, entry in highs[bisect.bisect_left(
+            highs, (number, -1)):])
+        for window, band in self.bands.items():
+            start = 0 if window == math.inf else bisect.bisect_left(band, (number - window,))
+            for _low, _sort, entry in band[start:bisect.bisect_right(band, (number, math.inf))]:
+                if number <= entry.anchor.high:  # type: ignore[union-attr,operator]
+                    found.append(entry)
 
 
 _EMPTY_SLOT: Final = _Slot(Section.APPLICATION_PROPERTIES, None)
@@ -556,29 +571,32 @@ class NodeMatcher(Generic[K]):
                 continue
             for entry in hits:
                 registration = entry.registration
-                if registration in found:
-                    continue
-                if entry.rest:
-                    for atom in entry.rest:
-                        ref = atom.field
-                        rest_key = (ref.section, ref.key)
-                        value = cache.get(rest_key, _UNREAD)
-                        if value is _UNREAD:
-                            value = cache[rest_key] = view.field(ref.section, ref.key)
-                        if type(atom) is FieldRange:  # the usual rest: its number once
-                            number = numbers.get(rest_key, _UNREAD)
-                            if number is _UNREAD:
-                                number = numbers[rest_key] = number_value(with_default(ref, value))
-                            if number is None or (atom.low is not None and number < atom.low) or (
-                                    atom.high is not None and number > atom.high):
-                                break
-                        elif not holds(atom, value):
-                            break
-                    else:
-                        found[registration] = None
-                else:
+                if registration not in found and (
+                        not entry.rest or _rest_holds(entry.rest, view, cache, numbers)):
                     found[registration] = None
         return found
+
+
+def _rest_holds(rest: tuple[Atom, ...], view: MessageView, cache: dict[tuple[Section, Any], Any],
+                numbers: dict[tuple[Section, Any], Any]) -> bool:
+    """Whether every atom of an entry's rest holds, reading each field at most once per
+    message (``cache``) and a range's number at most once (``numbers``)."""
+    for atom in rest:
+        ref = atom.field
+        rest_key = (ref.section, ref.key)
+        value = cache.get(rest_key, _UNREAD)
+        if value is _UNREAD:
+            value = cache[rest_key] = view.field(ref.section, ref.key)
+        if type(atom) is FieldRange:  # the usual rest: its number once
+            number = numbers.get(rest_key, _UNREAD)
+            if number is _UNREAD:
+                number = numbers[rest_key] = number_value(with_default(ref, value))
+            if number is None or (atom.low is not None and number < atom.low) or (
+                    atom.high is not None and number > atom.high):
+                return False
+        elif not holds(atom, value):
+            return False
+    return True
 
 
 _UNREAD: Final = object()

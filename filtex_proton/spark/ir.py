@@ -10,8 +10,11 @@ that touches PySpark.
 from __future__ import annotations
 
 import decimal
+import operator
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Generic, Literal, NamedTuple, TypeAlias, TypeVar
 
 if TYPE_CHECKING:
     from pyspark.sql import Column
@@ -20,6 +23,8 @@ __all__ = [
     "FALSE", "NULL", "TRUE", "Col", "Expr", "Get", "Lit", "Op", "and_", "case", "isnotnull",
     "isnull", "not_", "op", "or_", "to_column", "to_text",
 ]
+
+_M = TypeVar("_M")
 
 SparkType = Literal["boolean", "bigint", "double", "string", "binary", "decimal(38,18)"]
 
@@ -179,42 +184,82 @@ def _literal_text(lit: Lit) -> str:
 
 def to_text(expr: Expr) -> str:
     """Spark SQL text for an expression (for people: ``explain`` prints it)."""
-    match expr:
-        case Lit():
-            return _literal_text(expr)
-        case Col(name=name, fields=fields):
-            return ".".join(f"`{part}`" if not part.isidentifier() else part
-                            for part in (name, *fields))
-        case Get(map=inner, key=key):
-            return f"{to_text(inner)}[{_literal_text(Lit(key, 'string'))}]"
-        case Field(struct=inner, name=name):
-            return f"{to_text(inner)}.{name}"
-        case Op(name="and" | "or", args=args):
-            joiner = " AND " if expr.name == "and" else " OR "
-            return "(" + joiner.join(to_text(a) for a in args) + ")"
-        case Op(name="not", args=(inner,)):
-            return f"NOT {to_text(inner)}"
-        case Op(name=name, args=(left, right)) if name in _INFIX:
-            return f"({to_text(left)} {_INFIX[name]} {to_text(right)})"
-        case Op(name="isnull", args=(inner,)):
-            return f"({to_text(inner)} IS NULL)"
-        case Op(name="isnotnull", args=(inner,)):
-            return f"({to_text(inner)} IS NOT NULL)"
-        case Op(name="isin", args=(inner, *items)):
-            return f"({to_text(inner)} IN ({', '.join(to_text(i) for i in items)}))"
-        case Op(name="case", args=args):
-            parts = ["CASE"]
-            for i in range(0, len(args) - 1, 2):
-                parts.append(f"WHEN {to_text(args[i])} THEN {to_text(args[i + 1])}")
-            parts.append(f"ELSE {to_text(args[-1])} END")
-            return " ".join(parts)
-        case Op(name="rlike", args=(inner, pattern)):
-            return f"({to_text(inner)} RLIKE {to_text(pattern)})"
-        case Op(name=name, args=args) if name.startswith("cast_"):
-            return f"CAST({to_text(args[0])} AS {name[5:].upper()})"
-        case Op(name=name, args=args):
-            return f"{name}({', '.join(to_text(a) for a in args)})"
-    raise TypeError(f"not an expression: {expr!r}")
+    write = _NODE_TEXT.get(type(expr))
+    if write is None:
+        raise TypeError(f"not an expression: {expr!r}")
+    return write(expr)
+
+
+class _Form(NamedTuple, Generic[_M]):
+    """What one operator becomes, ``make``, for an argument count in ``arity``."""
+
+    arity: range
+    make: _M
+
+
+_ANY_COUNT: Final = range(sys.maxsize)
+_ONE: Final = range(1, 2)
+_TWO: Final = range(2, 3)
+_SOME: Final = range(1, sys.maxsize)
+
+
+def _col_text(col: Col) -> str:
+    return ".".join(f"`{part}`" if not part.isidentifier() else part
+                    for part in (col.name, *col.fields))
+
+
+def _op_text(expr: Op) -> str:
+    """An operator in its own syntax; a function, or an operator given an argument count
+    its syntax has no place for, as a call."""
+    form = _OP_TEXT.get(expr.name)
+    if form is None and expr.name.startswith("cast_"):
+        form = _CAST_TEXT
+    if form is None or len(expr.args) not in form.arity:
+        return f"{expr.name}({', '.join(to_text(a) for a in expr.args)})"
+    return form.make(expr)
+
+
+def _case_text(expr: Op) -> str:
+    args = expr.args
+    parts = ["CASE"]
+    for i in range(0, len(args) - 1, 2):
+        parts.append(f"WHEN {to_text(args[i])} THEN {to_text(args[i + 1])}")
+    parts.append(f"ELSE {to_text(args[-1])} END")
+    return " ".join(parts)
+
+
+def _joined_text(joiner: str) -> Callable[[Op], str]:
+    return lambda expr: "(" + joiner.join(to_text(a) for a in expr.args) + ")"
+
+
+def _infix_text(expr: Op) -> str:
+    left, right = expr.args
+    return f"({to_text(left)} {_INFIX[expr.name]} {to_text(right)})"
+
+
+_NODE_TEXT: Final[dict[type, Callable[[Any], str]]] = {
+    Lit: _literal_text,
+    Col: _col_text,
+    Get: lambda get: f"{to_text(get.map)}[{_literal_text(Lit(get.key, 'string'))}]",
+    Field: lambda field: f"{to_text(field.struct)}.{field.name}",
+    Op: _op_text,
+}
+_OP_TEXT: Final[dict[str, _Form[Callable[[Op], str]]]] = {
+    "and": _Form(_ANY_COUNT, _joined_text(" AND ")),
+    "or": _Form(_ANY_COUNT, _joined_text(" OR ")),
+    "not": _Form(_ONE, lambda expr: f"NOT {to_text(expr.args[0])}"),
+    **{name: _Form(_TWO, _infix_text) for name in _INFIX},
+    "isnull": _Form(_ONE, lambda expr: f"({to_text(expr.args[0])} IS NULL)"),
+    "isnotnull": _Form(_ONE, lambda expr: f"({to_text(expr.args[0])} IS NOT NULL)"),
+    "isin": _Form(_SOME, lambda expr: f"({to_text(expr.args[0])} IN "
+                                      f"({', '.join(to_text(i) for i in expr.args[1:])}))"),
+    "case": _Form(_ANY_COUNT, _case_text),
+    "rlike": _Form(_TWO, lambda expr: f"({to_text(expr.args[0])} RLIKE {to_text(expr.args[1])})"),
+}
+"""Operators printed in their own syntax; any other is printed as a function call."""
+_CAST_TEXT: Final[_Form[Callable[[Op], str]]] = _Form(
+    _ANY_COUNT, lambda expr: f"CAST({to_text(expr.args[0])} AS {expr.name[5:].upper()})")
+"""``cast_<type>``: a CAST to that type."""
 
 
 # ----------------------------------------------------------------------------- Spark
@@ -227,103 +272,140 @@ _NATURAL: Final[dict[type, SparkType]] = {str: "string", bool: "boolean", float:
 
 def to_column(expr: Expr) -> Column:
     """The PySpark Column for an expression (needs an active SparkContext)."""
-    from pyspark.sql import functions as F  # noqa: N812 (PySpark's own convention)
+    return _Columns().build(expr)
 
-    # Types by name: a DataType object costs one more round trip to the JVM per cast (the
-    # JVM parses its JSON), a name is parsed with the cast itself.
-    def lit(value: Lit) -> Column:
+
+class _Columns:
+    """The Columns of one expression's nodes, each built once: the same sub-expression
+    recurs in every CASE branch, and each Column costs a round trip to the JVM."""
+
+    def __init__(self) -> None:
+        from pyspark.sql import functions
+
+        self.functions = functions
+        self.built: dict[Expr, Column] = {}
+
+    def build(self, node: Expr) -> Column:
+        column = self.built.get(node)
+        if column is None:
+            make = _NODE_COLUMN.get(type(node))
+            if make is None:
+                raise TypeError(f"cannot build a Column for {node!r}")
+            column = self.built[node] = make(self, node)
+        return column
+
+    def lit(self, value: Lit) -> Column:
+        # Types by name: a DataType object costs one more round trip to the JVM per cast (the
+        # JVM parses its JSON), a name is parsed with the cast itself.
         raw: Any = value.value
         if isinstance(raw, decimal.Decimal):
             raw = raw.quantize(decimal.Decimal(1).scaleb(-18), context=decimal.Context(prec=60))
         if isinstance(raw, bytes):
             raw = bytearray(raw)
-        column = F.lit(raw)
+        column = self.functions.lit(raw)
         if raw is not None and _NATURAL.get(type(raw)) == value.type:
             return column  # already of that Spark type: a cast would change nothing
         return column.cast(value.type)
 
-    built: dict[Expr, Column] = {}
-
-    def build(node: Expr) -> Column:
-        # The same sub-expression recurs in every CASE branch; each Column costs a round
-        # trip to the JVM, so build it once.
-        column = built.get(node)
-        if column is None:
-            column = built[node] = make(node)
+    def col(self, node: Col) -> Column:
+        column = self.functions.col(f"`{node.name}`")
+        for part in node.fields:
+            column = column.getField(part)
         return column
 
-    def make(node: Expr) -> Column:
-        match node:
-            case Lit():
-                return lit(node)
-            case Col(name=name, fields=fields):
-                column = F.col(f"`{name}`")
-                for part in fields:
-                    column = column.getField(part)
-                return column
-            case Get(map=inner, key=key):
-                return build(inner)[key]
-            case Field(struct=inner, name=name):
-                return build(inner).getField(name)
-            case Op(name="and", args=args):
-                result = build(args[0])
-                for arg in args[1:]:
-                    result = result & build(arg)
-                return result
-            case Op(name="or", args=args):
-                result = build(args[0])
-                for arg in args[1:]:
-                    result = result | build(arg)
-                return result
-            case Op(name="not", args=(inner,)):
-                return ~build(inner)
-            case Op(name="eq", args=(a, b)):
-                return build(a) == build(b)
-            case Op(name="ne", args=(a, b)):
-                return build(a) != build(b)
-            case Op(name="lt", args=(a, b)):
-                return build(a) < build(b)
-            case Op(name="le", args=(a, b)):
-                return build(a) <= build(b)
-            case Op(name="gt", args=(a, b)):
-                return build(a) > build(b)
-            case Op(name="ge", args=(a, b)):
-                return build(a) >= build(b)
-            case Op(name="isnull", args=(inner,)):
-                return build(inner).isNull()
-            case Op(name="isnotnull", args=(inner,)):
-                return build(inner).isNotNull()
-            case Op(name="isnan", args=(inner,)):
-                return F.isnan(build(inner))
-            case Op(name="coalesce", args=args):
-                return F.coalesce(*(build(a) for a in args))
-            case Op(name="cast_double", args=(inner,)):
-                return build(inner).cast("double")
-            case Op(name="cast_float", args=(inner,)):
-                return build(inner).cast("float").cast("double")
-            case Op(name="cast_decimal", args=(inner,)):
-                return build(inner).cast("decimal(38,18)")
-            case Op(name="isin", args=(inner, *items)):
-                return build(inner).isin([build(i) for i in items])
-            case Op(name="startswith", args=(inner, Lit(value=text))):
-                return build(inner).startswith(text)
-            case Op(name="endswith", args=(inner, Lit(value=text))):
-                return build(inner).endswith(text)
-            case Op(name="contains", args=(inner, Lit(value=text))):
-                return build(inner).contains(text)
-            case Op(name="rlike", args=(inner, Lit(value=pattern))):
-                return build(inner).rlike(pattern)
-            case Op(name="length", args=(inner,)):
-                return F.length(build(inner))
-            case Op(name="concat", args=args):
-                return F.concat(*(build(a) for a in args))
-            case Op(name="add", args=(a, b)):
-                return build(a) + build(b)
-            case Op(name="case", args=args):
-                result = F.when(build(args[0]), build(args[1]))
-                for i in range(2, len(args) - 1, 2):
-                    result = result.when(build(args[i]), build(args[i + 1]))
-                return result.otherwise(build(args[-1]))
-        raise TypeError(f"cannot build a Column for {node!r}")
+    def op(self, node: Op) -> Column:
+        form = _OP_COLUMN.get(node.name)
+        if form is None or len(node.args) not in form.arity:
+            raise TypeError(f"cannot build a Column for {node!r}")
+        return form.make(self, node)
 
-    return build(expr)
+    def fold(self, combine: Callable[[Column, Column], Column], node: Op) -> Column:
+        """``a & b & c`` (or ``|``), left to right."""
+        result = self.build(node.args[0])
+        for arg in node.args[1:]:
+            result = combine(result, self.build(arg))
+        return result
+
+    def case(self, node: Op) -> Column:
+        build, args = self.build, node.args
+        result = self.functions.when(build(args[0]), build(args[1]))
+        for i in range(2, len(args) - 1, 2):
+            result = result.when(build(args[i]), build(args[i + 1]))
+        return result.otherwise(build(args[-1]))
+
+
+_ColumnMaker: TypeAlias = Callable[[_Columns, Op], "Column"]
+
+
+def _method(name: str) -> _ColumnMaker:
+    """``arg.<name>()``: isNull, isNotNull."""
+    return lambda columns, node: getattr(columns.build(node.args[0]), name)()
+
+
+def _cast(*spark_types: str) -> _ColumnMaker:
+    """``arg.cast(t)`` for each type in turn (a float is cast to float, then double)."""
+    def make(columns: _Columns, node: Op) -> Column:
+        column = columns.build(node.args[0])
+        for spark_type in spark_types:
+            column = column.cast(spark_type)
+        return column
+    return make
+
+
+def _binary(combine: Callable[[Column, Column], Column]) -> _ColumnMaker:
+    return lambda columns, node: combine(columns.build(node.args[0]), columns.build(node.args[1]))
+
+
+def _with_text(method: str) -> _ColumnMaker:
+    """``arg.<method>(text)`` with the text a string constant (startswith, rlike)."""
+    def make(columns: _Columns, node: Op) -> Column:
+        inner, pattern = node.args
+        if not isinstance(pattern, Lit):
+            raise TypeError(f"cannot build a Column for {node!r}")
+        return getattr(columns.build(inner), method)(pattern.value)  # type: ignore[no-any-return]
+    return make
+
+
+def _function(name: str) -> _ColumnMaker:
+    """``F.<name>(args...)``: coalesce, concat, isnan, length."""
+    return lambda columns, node: getattr(columns.functions, name)(
+        *(columns.build(arg) for arg in node.args))
+
+
+_NODE_COLUMN: Final[dict[type, Callable[[_Columns, Any], Column]]] = {
+    Lit: _Columns.lit,
+    Col: _Columns.col,
+    Get: lambda columns, get: columns.build(get.map)[get.key],
+    Field: lambda columns, field: columns.build(field.struct).getField(field.name),
+    Op: _Columns.op,
+}
+_OP_COLUMN: Final[dict[str, _Form[_ColumnMaker]]] = {
+    "and": _Form(_ANY_COUNT, lambda columns, node: columns.fold(operator.and_, node)),
+    "or": _Form(_ANY_COUNT, lambda columns, node: columns.fold(operator.or_, node)),
+    "not": _Form(_ONE, lambda columns, node: ~columns.build(node.args[0])),
+    "eq": _Form(_TWO, _binary(operator.eq)),
+    "ne": _Form(_TWO, _binary(operator.ne)),
+    "lt": _Form(_TWO, _binary(operator.lt)),
+    "le": _Form(_TWO, _binary(operator.le)),
+    "gt": _Form(_TWO, _binary(operator.gt)),
+    "ge": _Form(_TWO, _binary(operator.ge)),
+    "add": _Form(_TWO, _binary(operator.add)),
+    "isnull": _Form(_ONE, _method("isNull")),
+    "isnotnull": _Form(_ONE, _method("isNotNull")),
+    "isnan": _Form(_ONE, _function("isnan")),
+    "length": _Form(_ONE, _function("length")),
+    "coalesce": _Form(_ANY_COUNT, _function("coalesce")),
+    "concat": _Form(_ANY_COUNT, _function("concat")),
+    "cast_double": _Form(_ONE, _cast("double")),
+    "cast_float": _Form(_ONE, _cast("float", "double")),
+    "cast_decimal": _Form(_ONE, _cast("decimal(38,18)")),
+    "isin": _Form(_SOME, lambda columns, node: columns.build(node.args[0]).isin(
+        [columns.build(item) for item in node.args[1:]])),
+    "startswith": _Form(_TWO, _with_text("startswith")),
+    "endswith": _Form(_TWO, _with_text("endswith")),
+    "contains": _Form(_TWO, _with_text("contains")),
+    "rlike": _Form(_TWO, _with_text("rlike")),
+    "case": _Form(_ANY_COUNT, _Columns.case),
+}
+"""Each operator's Column: every name :mod:`filtex_proton.spark` builds (an Op of any other
+name, or of an argument count not listed, raises ``TypeError``)."""

@@ -24,9 +24,9 @@ from __future__ import annotations
 import dataclasses
 import decimal
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 from filtex_proton.amqp.bid import as_decimal as bid_decimal
 from filtex_proton.amqp.types import HEADER_DEFAULTS, Kind, kind_of
@@ -275,48 +275,93 @@ def int_cmp(op: str, a: Value, ka: Kind, b: Value, kb: Kind) -> ir.Expr:
 
 def compare_kinds(op: str, a: Value, ka: Kind, b: Value, kb: Kind,
                    dialect: Dialect) -> ir.Expr:
-    """values.compare for one pair of kinds, with the dialect's rules."""
-    incomparable = ir.Lit(dialect.incomparable, "boolean")
-    ordering = op not in ("=", "<>", "!=")
-    if ka in _NUMERIC and kb in _NUMERIC:
-        if ordering and (ka not in dialect.ordered or kb not in dialect.ordered):
-            return incomparable
-        if Kind.FLOAT in (ka, kb):
-            return _float_cmp(op, a, ka, b, kb)
-        if Kind.DECIMAL in (ka, kb):
-            return _cmp(op, _as_decimal(a, ka), _as_decimal(b, kb))
-        return int_cmp(op, a, ka, b, kb)
-    if dialect.iso_strings and {ka, kb} & {Kind.TIMESTAMP} and ({ka, kb} & TEXT):
-        stamp, text = (a, b) if ka is Kind.TIMESTAMP else (b, a)
-        if text.is_const:
-            millis = iso8601.to_millis(str(text.const))
-            if millis is None:
-                return incomparable
-            converted: ir.Expr = ir.Lit(millis, "bigint")
-            if not LONG_MIN <= millis <= LONG_MAX:  # beyond every timestamp: decided already
-                converted = ir.Lit(decimal.Decimal(millis), "decimal(38,18)")
-                stamp_side: ir.Expr = ir.op("cast_decimal", slot_of(stamp, "long"))
-            else:
-                stamp_side = slot_of(stamp, "long")
-        elif text.struct is not None:  # the archive holds the engine's reading of the text
-            converted = slot_of(text, "long")
-            stamp_side = slot_of(stamp, "long")
+    """values.compare for one pair of kinds, with the dialect's rules: the first rule of
+    :data:`_KIND_RULES` that covers the pair decides."""
+    for covers, rule in _KIND_RULES:
+        if covers(ka, kb, dialect):
+            return rule(op, a, ka, b, kb, dialect)
+    return _incomparable(dialect)  # NULL in AMQP SQL (§2.1), FALSE in JMS
+
+
+def _incomparable(dialect: Dialect) -> ir.Expr:
+    return ir.Lit(dialect.incomparable, "boolean")
+
+
+def _unordered(op: str, dialect: Dialect, *kinds: Kind) -> bool:
+    """An ordering (not = or <>) of a kind the dialect does not order (JMS strings)."""
+    return op not in ("=", "<>", "!=") and any(kind not in dialect.ordered for kind in kinds)
+
+
+def _numeric_cmp(op: str, a: Value, ka: Kind, b: Value, kb: Kind, dialect: Dialect) -> ir.Expr:
+    """Numbers: as doubles if either is a float, else exact decimals if either is a
+    decimal, else exact integers (§6.4.2.3)."""
+    if _unordered(op, dialect, ka, kb):
+        return _incomparable(dialect)
+    if Kind.FLOAT in (ka, kb):
+        return _float_cmp(op, a, ka, b, kb)
+    if Kind.DECIMAL in (ka, kb):
+        return _cmp(op, _as_decimal(a, ka), _as_decimal(b, kb))
+    return int_cmp(op, a, ka, b, kb)
+
+
+def _timestamp_text_cmp(op: str, a: Value, ka: Kind, b: Value, kb: Kind,
+                        dialect: Dialect) -> ir.Expr:
+    """A timestamp and a string read as ISO 8601 (§6.3.2): a constant string is read
+    here, a string column through the archive's own reading of it (its ``long`` slot)."""
+    stamp, text = (a, b) if ka is Kind.TIMESTAMP else (b, a)
+    if text.is_const:
+        millis = iso8601.to_millis(str(text.const))
+        if millis is None:
+            return _incomparable(dialect)
+        converted: ir.Expr = ir.Lit(millis, "bigint")
+        if not LONG_MIN <= millis <= LONG_MAX:  # beyond every timestamp: decided already
+            converted = ir.Lit(decimal.Decimal(millis), "decimal(38,18)")
+            stamp_side: ir.Expr = ir.op("cast_decimal", slot_of(stamp, "long"))
         else:
-            raise UntranslatableError("a timestamp compared with a string column needs ISO 8601 "
-                                 "parsing, which only the engine does")
-        pair = (stamp_side, converted) if ka is Kind.TIMESTAMP else (converted, stamp_side)
-        return _cmp(op, *pair)
-    if ka in TEXT and kb in TEXT:
-        if ordering and ka not in dialect.ordered:
-            return incomparable
-        return _cmp(op, slot_of(a, "string"), slot_of(b, "string"))
-    if ka is kb and ka in (Kind.BOOLEAN, Kind.CHAR, Kind.UUID, Kind.BINARY):
-        if ordering and ka not in dialect.ordered:
-            return incomparable
-        slot = {Kind.BOOLEAN: "boolean", Kind.CHAR: "string", Kind.UUID: "binary",
-                Kind.BINARY: "binary"}[ka]
-        return _cmp(op, slot_of(a, slot), slot_of(b, slot))
-    return incomparable  # NULL in AMQP SQL (§2.1), FALSE in JMS
+            stamp_side = slot_of(stamp, "long")
+    elif text.struct is not None:  # the archive holds the engine's reading of the text
+        converted = slot_of(text, "long")
+        stamp_side = slot_of(stamp, "long")
+    else:
+        raise UntranslatableError("a timestamp compared with a string column needs ISO 8601 "
+                                  "parsing, which only the engine does")
+    pair = (stamp_side, converted) if ka is Kind.TIMESTAMP else (converted, stamp_side)
+    return _cmp(op, *pair)
+
+
+def _text_cmp(op: str, a: Value, ka: Kind, b: Value, kb: Kind, dialect: Dialect) -> ir.Expr:
+    """Strings and symbols, by their text."""
+    if _unordered(op, dialect, ka):
+        return _incomparable(dialect)
+    return _cmp(op, slot_of(a, "string"), slot_of(b, "string"))
+
+
+_SAME_KIND_SLOTS: Final[dict[Kind, str]] = {
+    Kind.BOOLEAN: "boolean", Kind.CHAR: "string", Kind.UUID: "binary", Kind.BINARY: "binary",
+}
+"""Kinds compared only with their own kind, and the slot that holds their value."""
+
+
+def _same_kind_cmp(op: str, a: Value, ka: Kind, b: Value, kb: Kind,
+                   dialect: Dialect) -> ir.Expr:
+    if _unordered(op, dialect, ka):
+        return _incomparable(dialect)
+    slot = _SAME_KIND_SLOTS[ka]
+    return _cmp(op, slot_of(a, slot), slot_of(b, slot))
+
+
+_KindRule: TypeAlias = Callable[[str, Value, Kind, Value, Kind, Dialect], ir.Expr]
+
+_KIND_RULES: Final[tuple[tuple[Callable[[Kind, Kind, Dialect], bool], _KindRule], ...]] = (
+    (lambda ka, kb, dialect: ka in _NUMERIC and kb in _NUMERIC, _numeric_cmp),
+    (lambda ka, kb, dialect: dialect.iso_strings and (
+        (ka is Kind.TIMESTAMP and kb in TEXT) or (kb is Kind.TIMESTAMP and ka in TEXT)),
+     _timestamp_text_cmp),
+    (lambda ka, kb, dialect: ka in TEXT and kb in TEXT, _text_cmp),
+    (lambda ka, kb, dialect: ka is kb and ka in _SAME_KIND_SLOTS, _same_kind_cmp),
+)
+"""Which pairs of kinds compare, and how: §6.4.2.3's bullets in order, each a test of the
+pair and the rule for pairs it covers. A pair no rule covers is incomparable."""
 
 
 def _groups(value: Value) -> list[frozenset[Kind]]:

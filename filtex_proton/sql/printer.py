@@ -8,8 +8,9 @@ the printed text never depends on precedence rules being read the same way.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from proton import ulong
 
@@ -49,41 +50,55 @@ def _name(text: str, dialect: Dialect) -> str:
 
 
 def _literal(value: Any, dialect: Dialect) -> str:
-    if value is None:
-        return "NULL"
-    if value is True:
-        return "TRUE"
-    if value is False:
-        return "FALSE"
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    if isinstance(value, bytes):
-        return "0x" + value.hex().upper()
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "NAN"
-        if math.isinf(value):
-            return "INF" if value > 0 else "(-INF)"
-        text = repr(abs(value))
-        mantissa, _, exponent = text.partition("e")
-        if exponent.startswith("-") and dialect.lexicon == "sql":
-            # §6.4.4.2.3's exponent is unsigned: shift the point instead (exact, as repr is
-            # the shortest text that reads back as this double).
-            mantissa, exponent = format(Decimal(text), "f"), "0"
-        if "." not in mantissa:
-            mantissa += ".0"
-        body = f"{mantissa}E{int(exponent or 0)}"
-        return body if value >= 0 else f"(-{body})"
-    if isinstance(value, Decimal):
-        if dialect.decimal_literals == "double":
-            return _literal(float(value), dialect)
-        text = format(value.copy_abs(), "f")  # exact: abs() rounds to the context's 28 digits
-        if "." not in text:
-            text += ".0"
-        return text if not value.is_signed() else f"(-{text})"
-    if isinstance(value, int):
-        return str(int(value)) if value >= 0 else f"(-{abs(int(value))})"
+    """A constant as SQL text, by the first of its type's classes that has a writer
+    (``bool`` before ``int``, proton's ``ulong`` as ``int``, ``symbol`` as ``str``)."""
+    for cls in type(value).__mro__:
+        write = _LITERALS.get(cls)
+        if write is not None:
+            return write(value, dialect)
     raise TypeError(f"no SQL constant for {type(value).__name__}")
+
+
+def _float_literal(value: float, dialect: Dialect) -> str:
+    if math.isnan(value):
+        return "NAN"
+    if math.isinf(value):
+        return "INF" if value > 0 else "(-INF)"
+    text = repr(abs(value))
+    mantissa, _, exponent = text.partition("e")
+    if exponent.startswith("-") and dialect.lexicon == "sql":
+        # §6.4.4.2.3's exponent is unsigned: shift the point instead (exact, as repr is
+        # the shortest text that reads back as this double).
+        mantissa, exponent = format(Decimal(text), "f"), "0"
+    if "." not in mantissa:
+        mantissa += ".0"
+    body = f"{mantissa}E{int(exponent or 0)}"
+    return body if value >= 0 else f"(-{body})"
+
+
+def _decimal_literal(value: Decimal, dialect: Dialect) -> str:
+    if dialect.decimal_literals == "double":
+        return _float_literal(float(value), dialect)
+    text = format(value.copy_abs(), "f")  # exact: abs() rounds to the context's 28 digits
+    if "." not in text:
+        text += ".0"
+    return text if not value.is_signed() else f"(-{text})"
+
+
+def _int_literal(value: int, dialect: Dialect) -> str:
+    return str(int(value)) if value >= 0 else f"(-{abs(int(value))})"
+
+
+_LITERALS: Final[dict[type, Callable[[Any, Dialect], str]]] = {
+    type(None): lambda value, dialect: "NULL",
+    bool: lambda value, dialect: "TRUE" if value else "FALSE",
+    str: lambda value, dialect: "'" + value.replace("'", "''") + "'",
+    bytes: lambda value, dialect: "0x" + value.hex().upper(),
+    float: _float_literal,
+    Decimal: _decimal_literal,
+    int: _int_literal,
+}
+"""The writer of each Python type a literal can have."""
 
 
 def _field(node: ast.Field, dialect: Dialect) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import decimal
 import math
+import operator
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -190,17 +191,10 @@ def _float_result(value: float, a: float, b: float) -> float:
     return value
 
 
-def _decimal_op(op: str, x: decimal.Decimal, y: decimal.Decimal) -> Any:
-    try:
-        if op == "+":
-            return DECIMAL128.add(x, y)
-        if op == "-":
-            return DECIMAL128.subtract(x, y)
-        if op == "*":
-            return DECIMAL128.multiply(x, y)
-        return DECIMAL128.divide(x, y)
-    except (decimal.Overflow, decimal.InvalidOperation, decimal.DivisionByZero):
-        return NAN
+_DECIMAL_OPS: Final[dict[str, Callable[[decimal.Decimal, decimal.Decimal], decimal.Decimal]]] = {
+    "+": DECIMAL128.add, "-": DECIMAL128.subtract, "*": DECIMAL128.multiply,
+    "/": DECIMAL128.divide,
+}
 
 
 def _truncating_div(x: int, y: int) -> int:
@@ -209,10 +203,21 @@ def _truncating_div(x: int, y: int) -> int:
     return quotient if (x < 0) == (y < 0) else -quotient
 
 
+#: ``+ - *`` and ``/`` of two doubles or two integers (a zero divisor is checked before).
+_FLOAT_OPS: Final[dict[str, Callable[[float, float], float]]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+}
+_INTEGER_OPS: Final[dict[str, Callable[[int, int], int]]] = {
+    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": _truncating_div,
+}
+
+
 def arithmetic(op: str, a: Any, b: Any) -> Any:
     """``+ - * / %`` over numbers (§6.4.4.1.2); NULL for anything else.
 
-    Division by zero and overflow give a float NaN and never fail.
+    Division by zero and overflow give a float NaN and never fail. The operands'
+    kinds choose the domain as comparison does (§6.4.2.3): a float makes both
+    doubles, else a decimal makes both exact decimals, else both are integers.
     """
     if a is None or b is None:
         return None
@@ -220,41 +225,46 @@ def arithmetic(op: str, a: Any, b: Any) -> Any:
     if ka not in NUMERIC or kb not in NUMERIC:
         return None
     if op == "%":
-        if ka not in INTEGRAL or kb not in INTEGRAL:
-            return None
-        x, y = int(a), int(b)
-        if y == 0:
-            return NAN
-        return _integer_result(x - y * _truncating_div(x, y), (ka, kb), op)
+        return _modulo(a, ka, b, kb)
     if ka is Kind.FLOAT or kb is Kind.FLOAT:
-        fx = float(as_decimal(a)) if ka is Kind.DECIMAL else float(a)
-        fy = float(as_decimal(b)) if kb is Kind.DECIMAL else float(b)
-        if op == "+":
-            return _float_result(fx + fy, fx, fy)
-        if op == "-":
-            return _float_result(fx - fy, fx, fy)
-        if op == "*":
-            return _float_result(fx * fy, fx, fy)
-        if fy == 0.0:
-            return NAN
-        return _float_result(fx / fy, fx, fy)
+        return _float_arithmetic(op, a, ka, b, kb)
     if ka is Kind.DECIMAL or kb is Kind.DECIMAL:
-        dx, dy = as_decimal(a), as_decimal(b)
-        if dx.is_nan() or dy.is_nan():
-            return NAN
-        if op == "/" and dy == 0:
-            return NAN
-        return _decimal_op(op, dx, dy)
+        return _decimal_arithmetic(op, a, b)
     x, y = int(a), int(b)
-    if op == "+":
-        return _integer_result(x + y, (ka, kb), op)
-    if op == "-":
-        return _integer_result(x - y, (ka, kb), op)
-    if op == "*":
-        return _integer_result(x * y, (ka, kb), op)
+    if op == "/" and y == 0:
+        return NAN
+    return _integer_result(_INTEGER_OPS[op](x, y), (ka, kb), op)
+
+
+def _modulo(a: Any, ka: Kind, b: Any, kb: Kind) -> Any:
+    """``%``: integers only, with the sign of the dividend (Java's and SQL's remainder)."""
+    if ka not in INTEGRAL or kb not in INTEGRAL:
+        return None
+    x, y = int(a), int(b)
     if y == 0:
         return NAN
-    return _integer_result(_truncating_div(x, y), (ka, kb), op)
+    return _integer_result(x - y * _truncating_div(x, y), (ka, kb), "%")
+
+
+def _float_arithmetic(op: str, a: Any, ka: Kind, b: Any, kb: Kind) -> Any:
+    fx = float(as_decimal(a)) if ka is Kind.DECIMAL else float(a)
+    fy = float(as_decimal(b)) if kb is Kind.DECIMAL else float(b)
+    if op == "/" and fy == 0.0:
+        return NAN
+    return _float_result(_FLOAT_OPS[op](fx, fy), fx, fy)
+
+
+def _decimal_arithmetic(op: str, a: Any, b: Any) -> Any:
+    """Exact decimals, rounded to decimal128 (§6.3.1): NaN past its range."""
+    dx, dy = as_decimal(a), as_decimal(b)
+    if dx.is_nan() or dy.is_nan():
+        return NAN
+    if op == "/" and dy == 0:
+        return NAN
+    try:
+        return _DECIMAL_OPS[op](dx, dy)
+    except (decimal.Overflow, decimal.InvalidOperation, decimal.DivisionByZero):
+        return NAN
 
 
 def concat_or_add(a: Any, b: Any) -> Any:

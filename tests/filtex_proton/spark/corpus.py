@@ -14,7 +14,7 @@ import random
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from proton import (
     UNDESCRIBED,
@@ -153,37 +153,34 @@ def _message_id(rng: random.Random) -> Any:
     ])
 
 
+_PROPERTY_FIELDS: Final[tuple[tuple[str, float, Callable[[random.Random], Any]], ...]] = (
+    ("message-id", 0.6, _message_id),
+    ("user-id", 0.2, lambda rng: rng.choice(BINARIES)),
+    ("to", 0.3, lambda rng: rng.choice(["queue", "é😀", ""])),
+    ("subject", 0.8, lambda rng: rng.choice(SUBJECTS)),
+    ("reply-to", 0.2, lambda rng: "replies"),
+    ("correlation-id", 0.3, _message_id),
+    ("content-type", 0.3, lambda rng: symbol(rng.choice(["application/json", "text/plain"]))),
+    ("content-encoding", 0.1, lambda rng: symbol("gzip")),
+    ("absolute-expiry-time", 0.2,
+     lambda rng: timestamp(BASE_MS + rng.randrange(-10, 10) * 1000)),
+    ("creation-time", 0.7, lambda rng: timestamp(rng.choice([BASE_MS, BASE_MS - 3_600_001, 0,
+                                                              BASE_MS + 86_400_000, 2**62]))),
+    ("group-id", 0.2, lambda rng: rng.choice(["g1", "g2"])),
+    ("group-sequence", 0.2, lambda rng: uint(rng.choice([0, 1, 2**32 - 1]))),
+    ("reply-to-group-id", 0.1, lambda rng: "rg"),
+)
+"""Each properties field in list order: how often a message has it, and a value for it
+(drawn in this order, so that a seed gives the corpus it always gave)."""
+
+
 def _properties(rng: random.Random) -> dict[str, Any] | None:
     if rng.random() < 0.2:
         return None
     props: dict[str, Any] = {}
-    if rng.random() < 0.6:
-        props["message-id"] = _message_id(rng)
-    if rng.random() < 0.2:
-        props["user-id"] = rng.choice(BINARIES)
-    if rng.random() < 0.3:
-        props["to"] = rng.choice(["queue", "é😀", ""])
-    if rng.random() < 0.8:
-        props["subject"] = rng.choice(SUBJECTS)
-    if rng.random() < 0.2:
-        props["reply-to"] = "replies"
-    if rng.random() < 0.3:
-        props["correlation-id"] = _message_id(rng)
-    if rng.random() < 0.3:
-        props["content-type"] = symbol(rng.choice(["application/json", "text/plain"]))
-    if rng.random() < 0.1:
-        props["content-encoding"] = symbol("gzip")
-    if rng.random() < 0.2:
-        props["absolute-expiry-time"] = timestamp(BASE_MS + rng.randrange(-10, 10) * 1000)
-    if rng.random() < 0.7:
-        props["creation-time"] = timestamp(rng.choice([BASE_MS, BASE_MS - 3_600_001, 0,
-                                                       BASE_MS + 86_400_000, 2**62]))
-    if rng.random() < 0.2:
-        props["group-id"] = rng.choice(["g1", "g2"])
-    if rng.random() < 0.2:
-        props["group-sequence"] = uint(rng.choice([0, 1, 2**32 - 1]))
-    if rng.random() < 0.1:
-        props["reply-to-group-id"] = "rg"
+    for name, chance, make in _PROPERTY_FIELDS:
+        if rng.random() < chance:
+            props[name] = make(rng)
     if rng.random() < 0.04:  # declared string, sent as a symbol: irregular
         props["subject"] = symbol("order.created")
     return props
