@@ -11,35 +11,33 @@ exactly per-link evaluation's.
 
 from __future__ import annotations
 
-import bisect
 import enum
-import math
 import operator
 import weakref
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Generic, NamedTuple, TypeAlias, TypeVar
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
-from filtex_proton.amqp.types import HEADER_DEFAULTS
-from filtex_proton.amqp.view import MISSING, MessageView, Section
+from filtex_proton.amqp.view import MessageView, Section
 from filtex_proton.matcher.arrival import Arrival
 from filtex_proton.matcher.atoms import (
     ALWAYS,
     ANCHOR_RANK,
     Atom,
     Condition,
-    FieldEquals,
-    FieldNotNull,
-    FieldNull,
-    FieldPrefix,
     FieldRange,
     holds,
     number_value,
-    text_value,
-    value_key,
     with_default,
 )
 from filtex_proton.matcher.decompose import decided_by_index, decompose
+from filtex_proton.matcher.slots import (
+    EMPTY_SLOT,
+    NO_ENTRIES,
+    IndexEntry,
+    Registration,
+    Slot,
+)
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
 __all__ = ["MatcherStats", "NodeMatch", "NodeMatcher", "Verdict", "verdict"]
@@ -70,243 +68,6 @@ def verdict(link_filter: LinkFilter, message: FilterMessage) -> Verdict:
 
 
 # ----------------------------------------------------------------------------- the index
-
-
-class _Registration(Generic[K]):
-    __slots__ = ("always", "candidate", "entries", "exact", "key", "link_filter", "seq",
-                 "since")
-
-    def __init__(self, key: K, link_filter: LinkFilter | None, seq: int, since: int) -> None:
-        self.key = key
-        self.link_filter = link_filter
-        self.seq = seq
-        self.since = since
-        self.candidate = 0
-        self.entries: list[_Entry[K]] = []
-        self.always = False
-        self.exact = False
-        """A hit is a match: counted as an evaluation that matched, without evaluating."""
-
-
-class _Entry(Generic[K]):
-    """One alternative of one set: indexed by ``anchor``; ``rest`` checked on a hit."""
-
-    __slots__ = ("anchor", "registration", "rest", "sort")
-
-    def __init__(self, registration: _Registration[K], anchor: Atom,
-                 rest: tuple[Atom, ...], sort: int) -> None:
-        self.registration = registration
-        self.anchor = anchor
-        self.rest = rest
-        self.sort = sort
-
-
-Bucket: TypeAlias = "dict[_Entry[Any], None]"
-_NO_ENTRIES: Final[tuple[_Entry[Any], ...]] = ()
-
-
-class _Slot:
-    """The entries anchored on one field (section, key): one read per message.
-
-    Equality under the SQL rules is the common case and has its own dict, so
-    that a slot holding only such entries costs one lookup (``simple``).
-    """
-
-    __slots__ = ("bands", "default", "eq_prop", "eq_sql", "exists", "highs", "key", "lows",
-                 "notnull", "null", "prefix_lengths", "prefixes", "section", "simple", "size")
-
-    def __init__(self, section: Section, key: Any) -> None:
-        self.section = section
-        self.key = key
-        self.default = HEADER_DEFAULTS.get(key) if section is Section.HEADER else None
-        # Equality buckets are keyed by value_key, except that a string's ("s", text) is
-        # kept as the plain text (no tuple to build per message; a str never equals a tuple).
-        self.eq_sql: dict[Hashable, Bucket] = {}
-        self.eq_prop: dict[Hashable, Bucket] = {}
-        self.prefixes: dict[tuple[str, str], Bucket] = {}
-        self.prefix_lengths: dict[tuple[str, int], int] = {}
-        self.lows: list[tuple[float, int, _Entry[Any]]] = []
-        """Ranges with a low bound only, by bound: a value's hits are a prefix."""
-        self.highs: list[tuple[float, int, _Entry[Any]]] = []
-        """Ranges with a high bound only, by bound: a value's hits are a suffix."""
-        self.bands: dict[float, list[tuple[float, int, _Entry[Any]]]] = {}
-        """Ranges with both bounds, by width class (a power of two above the width, or
-        inf) and then by low bound: a value x can only be in those whose low lies in
-        [x - class, x], found by bisection instead of a scan of every range."""
-        self.null: Bucket = {}
-        self.notnull: Bucket = {}
-        self.exists: Bucket = {}
-        self.size = 0
-        self.simple = True
-
-    def _update(self) -> None:
-        self.simple = not (self.eq_prop or self.prefixes or self.lows or self.highs
-                           or self.bands or self.null or self.notnull or self.exists)
-
-    def cost(self, atom: Atom) -> float:
-        """How many entries a hit on ``atom`` would share its bucket with, weighted by how
-        broad the atom's kind is: the anchor of a conjunction is its cheapest atom."""
-        if type(atom) is FieldEquals:
-            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
-            return float(sum(len(by_key.get(_ikey(key), _NO_ENTRIES)) + 1 for key in atom.keys))
-        if type(atom) is FieldPrefix:
-            bucket = self.prefixes.get((atom.field.rules, atom.prefix), _NO_ENTRIES)
-            return 2.0 * (len(bucket) + 1)
-        if type(atom) is FieldRange:
-            if atom.low is None or atom.high is None:
-                return 8.0 * (len(self.lows if atom.high is None else self.highs) + 1)
-            window = _band(atom.low, atom.high)
-            band = self.bands.get(window, [])
-            if window == math.inf:
-                return 8.0 * (len(band) + 1)
-            near = bisect.bisect_right(band, (atom.high, math.inf)) - bisect.bisect_left(
-                band, (atom.low - window,))
-            return 2.0 * (near + 1)
-        if type(atom) is FieldNull:
-            return 16.0 * (len(self.null) + 1)
-        return 32.0 * (len(self._bucket(atom)) + 1)
-
-    def _ranges(self, atom: FieldRange) -> list[tuple[float, int, _Entry[Any]]]:
-        if atom.high is None:
-            return self.lows
-        if atom.low is None:
-            return self.highs
-        return self.bands.setdefault(_band(atom.low, atom.high), [])
-
-    def add(self, entry: _Entry[Any]) -> None:
-        atom = entry.anchor
-        self.size += 1
-        if type(atom) is FieldEquals:
-            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
-            for key in atom.keys:
-                by_key.setdefault(_ikey(key), {})[entry] = None
-        elif type(atom) is FieldPrefix:
-            rules = atom.field.rules
-            self.prefixes.setdefault((rules, atom.prefix), {})[entry] = None
-            length = (rules, len(atom.prefix))
-            self.prefix_lengths[length] = self.prefix_lengths.get(length, 0) + 1
-        elif type(atom) is FieldRange:
-            bound = atom.high if atom.low is None else atom.low
-            assert bound is not None
-            bisect.insort(self._ranges(atom), (bound, entry.sort, entry))
-        else:
-            self._bucket(atom)[entry] = None
-        self._update()
-
-    def remove(self, entry: _Entry[Any]) -> None:
-        atom = entry.anchor
-        self.size -= 1
-        if type(atom) is FieldEquals:
-            by_key = self.eq_sql if atom.field.rules == "sql" else self.eq_prop
-            for key in atom.keys:
-                ikey = _ikey(key)
-                bucket = by_key[ikey]
-                del bucket[entry]
-                if not bucket:
-                    del by_key[ikey]
-        elif type(atom) is FieldPrefix:
-            rules = atom.field.rules
-            bucket = self.prefixes[(rules, atom.prefix)]
-            del bucket[entry]
-            if not bucket:
-                del self.prefixes[(rules, atom.prefix)]
-            length = (rules, len(atom.prefix))
-            self.prefix_lengths[length] -= 1
-            if not self.prefix_lengths[length]:
-                del self.prefix_lengths[length]
-        elif type(atom) is FieldRange:
-            ranges = self._ranges(atom)
-            bound = atom.high if atom.low is None else atom.low
-            del ranges[bisect.bisect_left(ranges, (bound, entry.sort))]
-            if not ranges and atom.low is not None and atom.high is not None:
-                del self.bands[_band(atom.low, atom.high)]
-        else:
-            del self._bucket(atom)[entry]
-        self._update()
-
-    def _bucket(self, atom: Atom) -> Bucket:
-        if type(atom) is FieldNull:
-            return self.null
-        return self.notnull if type(atom) is FieldNotNull else self.exists
-
-    def hits(self, raw: Any) -> Any:
-        """The entries whose anchor holds for this field value (an iterable)."""
-        value = self.default if raw is MISSING else raw
-        if self.simple:
-            if type(value) is str:
-                return self.eq_sql.get(value, _NO_ENTRIES)
-            key = value_key(value, "sql")
-            return _NO_ENTRIES if key is None else self.eq_sql.get(_ikey(key), _NO_ENTRIES)
-        found: list[_Entry[Any]] = []
-        if raw is not MISSING:
-            found.extend(self.exists)
-        if value is None:
-            found.extend(self.null)
-            return found
-        found.extend(self.notnull)
-        if self.eq_sql or self.eq_prop:
-            self._equal_hits(value, found)
-        if self.prefixes:
-            self._prefix_hits(value, found)
-        if self.lows or self.highs or self.bands:
-            self._range_hits(value, found)
-        return found
-
-    def _equal_hits(self, value: Any, found: list[_Entry[Any]]) -> None:
-        """Adds the entries whose equality (SQL or property rules) holds for a non-null value."""
-        if self.eq_sql:
-            key = value_key(value, "sql")
-            if key is not None:
-                found.extend(self.eq_sql.get(_ikey(key), _NO_ENTRIES))
-        if self.eq_prop:
-            key = value_key(value, "property")
-            if key is not None:
-                found.extend(self.eq_prop.get(_ikey(key), _NO_ENTRIES))
-
-    def _prefix_hits(self, value: Any, found: list[_Entry[Any]]) -> None:
-        """Adds the entries whose prefix the value's text starts with: one lookup per prefix
-        length registered, not one per prefix."""
-        texts = {"sql": text_value(value, "sql"), "property": text_value(value, "property")}
-        for rules, length in self.prefix_lengths:
-            text = texts[rules]
-            if text is not None and length <= len(text):
-                found.extend(self.prefixes.get((rules, text[:length]), _NO_ENTRIES))
-
-    def _range_hits(self, value: Any, found: list[_Entry[Any]]) -> None:
-        """Adds the entries whose range holds the value's number: a prefix of the low
-        bounds, a suffix of the high bounds, and per width class the bands whose low
-        bound lies within one width below the number."""
-        number = number_value(value)
-        if number is None:
-            return
-        lows = self.lows
-        found.extend(entry for _low, _sort, entry in lows[:bisect.bisect_right(
-            lows, (number, math.inf))])
-        highs = self.highs
-        found.extend(entry for _high, _sort, entry in highs[bisect.bisect_left(
-            highs, (number, -1)):])
-        for window, band in self.bands.items():
-            start = 0 if window == math.inf else bisect.bisect_left(band, (number - window,))
-            for _low, _sort, entry in band[start:bisect.bisect_right(band, (number, math.inf))]:
-                if number <= entry.anchor.high:  # type: ignore[union-attr,operator]
-                    found.append(entry)
-
-
-_EMPTY_SLOT: Final = _Slot(Section.APPLICATION_PROPERTIES, None)
-
-
-def _ikey(key: Hashable) -> Hashable:
-    """An equality bucket's key for a value_key: a string's text alone."""
-    return key[1] if type(key) is tuple and key[0] == "s" else key
-
-
-def _band(low: float, high: float) -> float:
-    """The width class of a range with both bounds: a power of two at least twice its
-    width (so that rounding in ``x - class`` cannot lose one), or inf."""
-    width = high - low
-    if not math.isfinite(width):
-        return math.inf
-    return math.ldexp(1.0, math.frexp(width)[1] + 1)
 
 
 @dataclass(slots=True)
@@ -370,9 +131,9 @@ class NodeMatcher(Generic[K]):
 
     def __init__(self, *, always_evaluate: bool = False) -> None:
         self.always_evaluate = always_evaluate
-        self._registrations: dict[K, _Registration[K]] = {}
-        self._slots: dict[tuple[Section, Any], _Slot] = {}
-        self._always: dict[_Registration[K], None] = {}
+        self._registrations: dict[K, Registration[K]] = {}
+        self._slots: dict[tuple[Section, Any], Slot] = {}
+        self._always: dict[Registration[K], None] = {}
         self._seq = 0
         self._arrivals: dict[tuple[K, ...], Arrival[K]] = {}
         """The arrivals handed out since the last (un)registration, by candidates: messages
@@ -397,7 +158,7 @@ class NodeMatcher(Generic[K]):
         self._arrivals.clear()  # taken before this registration: they must not be shared after
         self._answers.clear()
         self._seq += 1
-        registration = _Registration(key, link_filter, self._seq, self.stats.messages)
+        registration = Registration(key, link_filter, self._seq, self.stats.messages)
         self._registrations[key] = registration
         if link_filter is None or link_filter.is_trivial:
             condition = ALWAYS
@@ -413,19 +174,19 @@ class NodeMatcher(Generic[K]):
             ordered = sorted(conjunction, key=lambda atom: ANCHOR_RANK[type(atom)])
             anchor = min(ordered, key=self._cost)  # the first of the cheapest
             self._seq += 1
-            entry = _Entry(registration, anchor, tuple(a for a in ordered if a is not anchor),
+            entry = IndexEntry(registration, anchor, tuple(a for a in ordered if a is not anchor),
                            self._seq)
             registration.entries.append(entry)
             slot_key = (anchor.field.section, anchor.field.key)
             slot = self._slots.get(slot_key)
             if slot is None:
-                slot = self._slots[slot_key] = _Slot(*slot_key)
+                slot = self._slots[slot_key] = Slot(*slot_key)
             slot.add(entry)
 
     def _cost(self, atom: Atom) -> float:
-        """What anchoring on ``atom`` would cost a message that hits it (see _Slot.cost)."""
+        """What anchoring on ``atom`` would cost a message that hits it (see Slot.cost)."""
         slot = self._slots.get((atom.field.section, atom.field.key))
-        return (slot or _EMPTY_SLOT).cost(atom)
+        return (slot or EMPTY_SLOT).cost(atom)
 
     def unregister(self, key: K) -> None:
         """Forget a link; unknown keys are ignored (a detach may race a refusal)."""
@@ -530,7 +291,7 @@ class NodeMatcher(Generic[K]):
         return {key: ALWAYS if r.always else tuple((e.anchor, *e.rest) for e in r.entries)
                 for key, r in self._registrations.items()}
 
-    def _found(self, message: FilterMessage) -> tuple[list[_Registration[K]], bool]:
+    def _found(self, message: FilterMessage) -> tuple[list[Registration[K]], bool]:
         """The candidates, in registration order, and whether the index could not be used
         (an undecodable message or field: every set is a candidate, evaluated as usual)."""
         stats = self.stats
@@ -556,15 +317,15 @@ class NodeMatcher(Generic[K]):
         stats.candidates += len(result)
         return result, fell_back
 
-    def _indexed(self, view: MessageView) -> dict[_Registration[K], None]:
-        found: dict[_Registration[K], None] = {}
+    def _indexed(self, view: MessageView) -> dict[Registration[K], None]:
+        found: dict[Registration[K], None] = {}
         cache: dict[tuple[Section, Any], Any] = {}
         numbers: dict[tuple[Section, Any], Any] = {}
         field = view.field
         for slot_key, slot in self._slots.items():
             raw = cache[slot_key] = field(slot.section, slot.key)
             if slot.simple and type(raw) is str:  # slot.hits' first case, without the call
-                hits = slot.eq_sql.get(raw, _NO_ENTRIES)
+                hits = slot.eq_sql.get(raw, NO_ENTRIES)
             else:
                 hits = slot.hits(raw)
             if not hits:
