@@ -12,10 +12,10 @@ import argparse
 import importlib.util
 import os
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from filtex_broker.error_rate import ACTIONS
 from filtex_broker.settings import (
@@ -164,6 +164,61 @@ def _limit_kind(name: str) -> type:
     return type(getattr(DEFAULT_LIMITS, name))
 
 
+def _addresses(texts: Iterable[Any]) -> tuple[tuple[str, int], ...]:
+    return tuple(parse_listen(str(text)) for text in texts)
+
+
+def _toml_addresses(value: Any) -> tuple[tuple[str, int], ...]:
+    """A TOML ``listen``: one address or a list of them."""
+    return _addresses([value] if isinstance(value, str) else list(value))
+
+
+def _text_addresses(text: str) -> tuple[tuple[str, int], ...]:
+    return _addresses(split_list(text))
+
+
+def _path(value: Any) -> Path:
+    return Path(str(value))
+
+
+def _optional_path(value: Any) -> Path | None:
+    """A path, or None for an empty one (``--data-dir ''``: in memory after all)."""
+    return Path(str(value)) if value else None
+
+
+def _names(values: Iterable[Any]) -> tuple[str, ...]:
+    return tuple(str(value) for value in values)
+
+
+def _text_names(text: str) -> tuple[str, ...]:
+    return tuple(split_list(text))
+
+
+class _Structured(NamedTuple):
+    """A setting that is not one scalar value, and how each source gives it."""
+
+    setting: str
+    """Its :class:`BrokerConfig` field, which is also its TOML key."""
+    from_toml: Callable[[Any], Any]
+    from_env: Callable[[str], Any]
+    from_flag: Callable[[Any], Any]
+    """The flag's value: a list for a repeatable flag."""
+
+
+# flag (argparse dest) and FILTEX_ variable (upper case) -> the setting and how each source
+# gives it: the sources differ (a TOML list, a comma-separated variable, a repeated flag; an
+# empty FILTEX_READY_FILE is none), which is why these are not scalars.
+_STRUCTURED: Final[dict[str, _Structured]] = {
+    "listen": _Structured("listen", _toml_addresses, _text_addresses, _addresses),
+    "ready_file": _Structured("ready_file", _path, _optional_path, _path),
+    "data_dir": _Structured("data_dir", _optional_path, _optional_path, _optional_path),
+    "disable": _Structured("disabled", _names, _text_names, _names),
+    "archive_nodes": _Structured("archive_nodes", _names, _text_names, _names),
+    "archive_index": _Structured("archive_index", _names, _text_names, _names),
+}
+_TOML_STRUCTURED: Final = {entry.setting: entry.from_toml for entry in _STRUCTURED.values()}
+
+
 def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(broker settings, limits) from a TOML file; unknown keys are errors."""
     try:
@@ -178,23 +233,7 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if document:
         raise ConfigError(f"config file {path}: unknown tables {sorted(document)}")
     where = f"config file {path}"
-    settings: dict[str, Any] = {}
-    for key, value in broker.items():
-        if key == "listen":
-            items = [value] if isinstance(value, str) else list(value)
-            settings["listen"] = tuple(parse_listen(str(v)) for v in items)
-        elif key == "ready_file":
-            settings["ready_file"] = Path(str(value))
-        elif key == "data_dir":
-            settings["data_dir"] = Path(str(value)) if value else None
-        elif key == "disabled":
-            settings["disabled"] = tuple(str(v) for v in value)
-        elif key in ("archive_nodes", "archive_index"):
-            settings[key] = tuple(str(v) for v in value)
-        elif key in _SCALARS:
-            settings[key] = _convert(key, _SCALARS[key][0], value, where)
-        else:
-            raise ConfigError(f"{where}: unknown setting [broker] {key}")
+    settings = {key: _toml_setting(key, value, where) for key, value in broker.items()}
     checked: dict[str, Any] = {}
     for key, value in limits.items():
         if key not in Limits.names():
@@ -203,30 +242,51 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return settings, checked
 
 
-def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+def _toml_setting(key: str, value: Any, where: str) -> Any:
+    """The value of ``[broker] key`` in a TOML file."""
+    if (read := _TOML_STRUCTURED.get(key)) is not None:
+        return read(value)
+    if key in _SCALARS:
+        return _convert(key, _SCALARS[key][0], value, where)
+    raise ConfigError(f"{where}: unknown setting [broker] {key}")
+
+
+def _from_source(
+    value_of: Callable[[str], Any], limit_of: Callable[[str], Any],
+    structured: Callable[[_Structured], Callable[[Any], Any]], where: Callable[[str], str],
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(broker settings, limits) from the environment or the flags, read alike: ``value_of``
+    and ``limit_of`` give a flag's or a variable's value (None: not given), ``structured`` the
+    source's reader of a :data:`_STRUCTURED` setting, ``where`` how errors name the source."""
     settings: dict[str, Any] = {}
-    limits: dict[str, Any] = {}
-    if (text := env.get(ENV_PREFIX + "LISTEN")) is not None:
-        settings["listen"] = tuple(parse_listen(part) for part in split_list(text))
-    if (text := env.get(ENV_PREFIX + "READY_FILE")) is not None:
-        settings["ready_file"] = Path(text) if text else None
-    if (text := env.get(ENV_PREFIX + "DATA_DIR")) is not None:
-        settings["data_dir"] = Path(text) if text else None
-    if (text := env.get(ENV_PREFIX + "DISABLE")) is not None:
-        settings["disabled"] = tuple(split_list(text))
-    if (text := env.get(ENV_PREFIX + "ARCHIVE_NODES")) is not None:
-        settings["archive_nodes"] = tuple(split_list(text))
-    if (text := env.get(ENV_PREFIX + "ARCHIVE_INDEX")) is not None:
-        settings["archive_index"] = tuple(split_list(text))
+    for key, entry in _STRUCTURED.items():
+        if (value := value_of(key)) is not None:
+            settings[entry.setting] = structured(entry)(value)
     for name, (kind, _) in _SCALARS.items():
-        var = ENV_PREFIX + name.upper()
-        if (text := env.get(var)) is not None:
-            settings[name] = _convert(name, kind, text, f"environment {var}")
+        if (value := value_of(name)) is not None:
+            settings[name] = _convert(name, kind, value, where(name))
+    limits: dict[str, Any] = {}
     for name in Limits.names():
-        var = ENV_PREFIX + name.upper()
-        if (text := env.get(var)) is not None:
-            limits[name] = _convert(name, _limit_kind(name), text, f"environment {var}")
+        if (value := limit_of(name)) is not None:
+            limits[name] = _convert(name, _limit_kind(name), value, where(name))
     return settings, limits
+
+
+def _from_env(env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(broker settings, limits) from the FILTEX_* variables."""
+    def value_of(name: str) -> str | None:
+        return env.get(ENV_PREFIX + name.upper())
+
+    return _from_source(value_of, value_of, lambda entry: entry.from_env,
+                        lambda name: f"environment {ENV_PREFIX}{name.upper()}")
+
+
+def _from_flags(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(broker settings, limits) from the command line's flags."""
+    return _from_source(lambda name: getattr(args, name),
+                        lambda name: getattr(args, "limit_" + name),
+                        lambda entry: entry.from_flag,
+                        lambda name: f"--{name.replace('_', '-')}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -303,33 +363,11 @@ def load_config(
     settings: dict[str, Any] = {}
     limits: dict[str, Any] = {}
     config_path = args.config or env.get(ENV_PREFIX + "CONFIG")
-    if config_path:
-        file_settings, file_limits = _from_toml(Path(config_path))
-        settings.update(file_settings)
-        limits.update(file_limits)
-    env_settings, env_limits = _from_env(env)
-    settings.update(env_settings)
-    limits.update(env_limits)
-    if args.listen:
-        settings["listen"] = tuple(parse_listen(text) for text in args.listen)
-    if args.ready_file is not None:
-        settings["ready_file"] = Path(args.ready_file)
-    if args.data_dir is not None:
-        settings["data_dir"] = Path(args.data_dir) if args.data_dir else None
-    if args.disable:
-        settings["disabled"] = tuple(args.disable)
-    if args.archive_nodes:
-        settings["archive_nodes"] = tuple(args.archive_nodes)
-    if args.archive_index:
-        settings["archive_index"] = tuple(args.archive_index)
-    for name, (kind, _) in _SCALARS.items():
-        value = getattr(args, name)
-        if value is not None:
-            settings[name] = _convert(name, kind, value, f"--{name.replace('_', '-')}")
-    for name in Limits.names():
-        value = getattr(args, "limit_" + name)
-        if value is not None:
-            limits[name] = _convert(name, _limit_kind(name), value, f"--{name.replace('_', '-')}")
+    in_file: tuple[dict[str, Any], dict[str, Any]] = (
+        _from_toml(Path(config_path)) if config_path else ({}, {}))
+    for source_settings, source_limits in (in_file, _from_env(env), _from_flags(args)):
+        settings.update(source_settings)  # a later source wins
+        limits.update(source_limits)
     try:
         settings["limits"] = replace(DEFAULT_LIMITS, **limits)
     except ValueError as exc:
@@ -340,38 +378,82 @@ def load_config(
 
 
 def _validate(config: BrokerConfig) -> None:
+    """Raise :class:`ConfigError` for the first problem :data:`_CHECKS` finds."""
+    for check in _CHECKS:
+        check(config)
+
+
+_AT_LEAST_ONE: Final = ("credit_window", "max_queue_messages", "max_queue_bytes",
+                        "archive_max_pending_bytes", "upstream_held")
+_MODES: Final[dict[str, tuple[str, ...]]] = {
+    "upstream_selector": ("auto", "always", "never"),
+    "event_loop": ("auto", "fast", "stock"),
+    "upstream_non_match": ("auto", "modified", "hold"),
+}
+"""Settings that name one of a few modes -> the modes."""
+_IDLE_TIMEOUTS: Final = ("idle_timeout", "upstream_idle_timeout")
+
+
+def _either(choices: Sequence[str]) -> str:
+    """``("a", "b", "c")`` -> ``a, b or c``."""
+    return f"{', '.join(choices[:-1])} or {choices[-1]}"
+
+
+def _check_counts(config: BrokerConfig) -> None:
+    """Something to listen on, and room for at least one of everything that is counted."""
     if not config.listen:
         raise ConfigError("at least one --listen address is needed")
-    for name in ("credit_window", "max_queue_messages", "max_queue_bytes",
-                 "archive_max_pending_bytes", "upstream_held"):
+    for name in _AT_LEAST_ONE:
         if getattr(config, name) < 1:
             raise ConfigError(f"{name} must be at least 1")
-    if config.upstream_selector not in ("auto", "always", "never"):
-        raise ConfigError(f"upstream_selector {config.upstream_selector!r} is not auto, always "
-                          "or never")
-    if config.event_loop not in ("auto", "fast", "stock"):
-        raise ConfigError(f"event_loop {config.event_loop!r} is not auto, fast or stock")
-    if config.upstream_non_match not in ("auto", "modified", "hold"):
-        raise ConfigError(f"upstream_non_match {config.upstream_non_match!r} is not auto, "
-                          "modified or hold")
+
+
+def _check_modes(config: BrokerConfig) -> None:
+    for name, modes in _MODES.items():
+        value = getattr(config, name)
+        if value not in modes:
+            raise ConfigError(f"{name} {value!r} is not {_either(modes)}")
+
+
+def _check_upstream(config: BrokerConfig) -> None:
+    """Relay mode: an AMQP url, and TLS files that fit it."""
     if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
         raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
     _validate_upstream_tls(config)
+
+
+def _check_disabled(config: BrokerConfig) -> None:
+    """Only filter types and families the plugin knows can be switched off (a typo would
+    leave on what the operator meant to switch off)."""
     why = unknown_disabled(config.disabled)
     if why is not None:
         raise ConfigError(f"disable: {why}")
+
+
+def _check_evaluation_error_action(config: BrokerConfig) -> None:
     if config.evaluation_error_action not in ACTIONS:
         raise ConfigError(f"evaluation_error_action {config.evaluation_error_action!r} is not "
-                          "log or close")
-    for name in ("idle_timeout", "upstream_idle_timeout"):
+                          f"{_either(ACTIONS)}")
+
+
+def _check_idle_timeouts(config: BrokerConfig) -> None:
+    """Seconds that Proton can time (it counts in hundredths)."""
+    for name in _IDLE_TIMEOUTS:
         seconds = getattr(config, name)
         if not 0 <= seconds < float("inf"):
             raise ConfigError(f"{name} must be a number of seconds, 0 or more (0: never), "
                               f"not {seconds!r}")
         if 0 < seconds < 0.01:
             raise ConfigError(f"{name} {seconds!r} is below Proton's resolution (0.01 s)")
+
+
+def _check_evaluation_error_interval(config: BrokerConfig) -> None:
     if config.evaluation_error_interval <= 0:
         raise ConfigError("evaluation_error_interval must be positive")
+
+
+def _check_services(config: BrokerConfig) -> None:
+    """The metrics and the console: an address, and what they need installed or configured."""
     if config.metrics:
         parse_listen(config.metrics)
         if importlib.util.find_spec("prometheus_client") is None:
@@ -381,6 +463,10 @@ def _validate(config: BrokerConfig) -> None:
         from filtex_broker.console.rules import validate_console
 
         validate_console(config)
+
+
+def _check_archive(config: BrokerConfig) -> None:
+    """The archive needs pyarrow, and its other settings need the archive (and each other)."""
     if config.archive and importlib.util.find_spec("pyarrow") is None:
         raise ConfigError("archive needs pyarrow: pip install 'filtex-proton[spark]'")
     if config.archive_nodes and not config.archive:
@@ -392,19 +478,42 @@ def _validate(config: BrokerConfig) -> None:
     if "" in config.archive_index or len(set(config.archive_index)) != len(config.archive_index):
         raise ConfigError(f"archive_index: application property keys must be distinct and "
                           f"non-empty, not {list(config.archive_index)}")
+
+
+def _check_data_dir(config: BrokerConfig) -> None:
     if config.data_dir is not None:
         _validate_data_dir(config.data_dir)
+
+
+def _check_relay_keeps_nothing(config: BrokerConfig) -> None:
+    """A relay holds no nodes: storing or archiving them is the upstream broker's job."""
     if config.data_dir is not None and config.upstream:
         raise ConfigError("data_dir: a relay (upstream) holds no nodes to store; use --data-dir "
                           "on the upstream broker")
     if config.archive and config.upstream:
         raise ConfigError("archive: a relay (upstream) holds no nodes to archive; archive on "
                           "the upstream broker")
+
+
+def _check_log_level(config: BrokerConfig) -> None:
     if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         raise ConfigError(f"log_level {config.log_level!r} is not a logging level")
+
+
+def _check_security(config: BrokerConfig) -> None:
     from filtex_broker.security.setup import validate_security  # imports this module
 
     validate_security(config)
+
+
+_CHECKS: Final[tuple[Callable[[BrokerConfig], None], ...]] = (
+    _check_counts, _check_modes, _check_upstream, _check_disabled,
+    _check_evaluation_error_action, _check_idle_timeouts, _check_evaluation_error_interval,
+    _check_services, _check_archive, _check_data_dir, _check_relay_keeps_nothing,
+    _check_log_level, _check_security,
+)
+"""What :func:`_validate` checks, in order: when several settings are wrong, the operator is
+told of the first."""
 
 
 def _validate_data_dir(path: Path) -> None:

@@ -45,7 +45,13 @@ from filtex_broker.terminus import (
     refuse,
     subscription_key,
 )
-from filtex_proton.plugin import RECENT_REFUSALS, FilterMessage, FiltexPlugin, Refusal
+from filtex_proton.plugin import (
+    RECENT_REFUSALS,
+    FilterMessage,
+    FiltexPlugin,
+    LinkFilter,
+    Refusal,
+)
 
 if TYPE_CHECKING:
     from filtex_broker.metrics import BrokerMetrics
@@ -119,90 +125,45 @@ class LinkManager:
 
     def _attach_consumer(self, link: Sender, client: ClientConnection,
                          request: TerminusRequest) -> Consumer | None:
-        registry = self.registry
-        subscription: Subscription | None = None
-        durable_key: tuple[str, str] | None = None
-        if request.address is None and not request.dynamic:
-            # Qpid JMS looks up (and unsubscribes) a durable subscription by link name alone.
-            subscription = registry.durable.get(lookup_key(client.container, link.name))
-            if subscription is None:
-                self._refuse(link, NOT_FOUND, f"no source address, and no durable subscription "
-                       f"named {link.name!r} for container {client.container!r}")
-                return None
-        elif not request.dynamic:
-            assert request.address is not None
-            existing = registry.lookup(request.address)
-            is_topic = isinstance(existing, Topic) if existing is not None else request.topic
-            if is_topic and (request.durable or request.shared):
-                durable_key = subscription_key(client.container, link.name, request)
-                subscription = registry.durable.get(durable_key)
+        """A consumer on a queue, on a topic (a subscription of its own, or a durable or shared
+        one it joins), or on a durable subscription named by the link alone."""
+        durable_key = self._durable_key(link, client, request)
+        subscription = self._named_subscription(link, client, request, durable_key)
+        if subscription is None and request.address is None and not request.dynamic:
+            self._refuse(link, NOT_FOUND, f"no source address, and no durable subscription "
+                         f"named {link.name!r} for container {client.container!r}")
+            return None
         if subscription is not None:
             why = self._taken(link, request, subscription)
             if why is not None:
                 self._refuse(link, RESOURCE_LOCKED, why)
                 return None
-            if not subscription.consumers:
-                subscription.shared = request.shared
-        if subscription is not None and request.address not in (None, subscription.topic.name):
-            self._end_subscription(subscription)  # the JMS way to move a subscription
-            subscription = None
+            subscription = self._join(subscription, request)
 
         link_filter = self.plugin.attach_sender(link)
         if link_filter is None:
             return None  # refused on the wire by the plugin, which logged why
         active_filter = None if link_filter.is_trivial else link_filter
 
-        node: Node
-        if subscription is not None:
-            node = subscription.topic
-            if active_filter is not None:
-                subscription.filter = active_filter
-        elif request.dynamic:
-            node = registry.dynamic_node(topic=request.topic)
-        else:
-            assert request.address is not None
-            node = registry.node(request.address, topic=request.topic)
-
-        browse = False
+        node = self._consumer_node(request, subscription, active_filter)
         if isinstance(node, Topic):
-            if subscription is None:
-                subscription = node.subscribe(durable_key, active_filter,
-                                              durable=request.durable)
-                subscription.shared = request.shared
-                if durable_key is not None:
-                    registry.durable[durable_key] = subscription
-            if request.address is not None:
-                subscription.filter_code = _filter_code(link)
-            queue = subscription.queue
-            consumer_filter = None  # a subscription is filtered when messages are published
+            subscription = self._subscribe(node, link, request, subscription, durable_key,
+                                           active_filter)
+            # a subscription is filtered when messages are published, not by its consumer
+            queue, browse, consumer_filter = subscription.queue, False, None
         else:
             assert isinstance(node, Queue)
-            queue = node
-            browse = request.copy
-            consumer_filter = active_filter
+            queue, browse, consumer_filter = node, request.copy, active_filter
 
         self._reply_source(link, request, node, browse=browse, subscription=subscription)
-        presettled = link.remote_snd_settle_mode == Link.SND_SETTLED
-        link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
-        link.rcv_settle_mode = link.remote_rcv_settle_mode
-        link.open()
-
+        presettled = _open_sender(link)
         consumer = Consumer(
             link, node, queue, consumer_filter,
             browse=browse, presettled=presettled,
-            make_message=self._make_message, dead_letter=registry.dead_letter,
+            make_message=self._make_message, dead_letter=self.registry.dead_letter,
             subscription=subscription,
         )
-        if subscription is not None:
-            subscription.consumers.append(consumer)
-        if request.dynamic:
-            node.dynamic_owner = consumer
-        queue.add_consumer(consumer)
-        if queue.journal is not None:  # a durable subscription remembers its filter set
-            queue.journal.remember_filter(_filter_code(link))
-        client.consumers.append(consumer)
-        if self.metrics is not None:
-            self.metrics.consumer_attached(consumer, active_filter)
+        self._start_consumer(consumer, client, link, request, active_filter)
         log.info(
             "connection %d: %s %r attached to %s %r%s%s%s",
             client.origin, "browser" if browse else "consumer", link.name, node.kind,
@@ -211,6 +172,84 @@ class LinkManager:
             else "", " (pre-settled)" if presettled else "",
         )
         return consumer
+
+    def _durable_key(self, link: Sender, client: ClientConnection,
+                     request: TerminusRequest) -> tuple[str, str] | None:
+        """The key of the durable or shared topic subscription the attach asks for (None: it
+        asks for none)."""
+        if request.address is None or request.dynamic:
+            return None
+        existing = self.registry.lookup(request.address)
+        is_topic = isinstance(existing, Topic) if existing is not None else request.topic
+        if is_topic and (request.durable or request.shared):
+            return subscription_key(client.container, link.name, request)
+        return None
+
+    def _named_subscription(self, link: Sender, client: ClientConnection,
+                            request: TerminusRequest, durable_key: tuple[str, str] | None,
+                            ) -> Subscription | None:
+        """The existing subscription the attach names, if there is one."""
+        if request.dynamic:
+            return None
+        if request.address is None:
+            # Qpid JMS looks up (and unsubscribes) a durable subscription by link name alone.
+            return self.registry.durable.get(lookup_key(client.container, link.name))
+        return self.registry.durable.get(durable_key) if durable_key is not None else None
+
+    def _join(self, subscription: Subscription, request: TerminusRequest) -> Subscription | None:
+        """An existing subscription a consumer may join: without consumers, it is shared as
+        this attach says; ended (None) if the attach names another topic."""
+        if not subscription.consumers:
+            subscription.shared = request.shared
+        if request.address not in (None, subscription.topic.name):
+            self._end_subscription(subscription)  # the JMS way to move a subscription
+            return None
+        return subscription
+
+    def _consumer_node(self, request: TerminusRequest, subscription: Subscription | None,
+                       active_filter: LinkFilter | None) -> Node:
+        """The node the consumer reads: its subscription's topic (whose filter set the attach
+        replaces, if it brings one), a new dynamic node, or the addressed node."""
+        if subscription is not None:
+            if active_filter is not None:
+                subscription.filter = active_filter
+            return subscription.topic
+        if request.dynamic:
+            return self.registry.dynamic_node(topic=request.topic)
+        assert request.address is not None
+        return self.registry.node(request.address, topic=request.topic)
+
+    def _subscribe(self, topic: Topic, link: Sender, request: TerminusRequest,
+                   subscription: Subscription | None, durable_key: tuple[str, str] | None,
+                   active_filter: LinkFilter | None) -> Subscription:
+        """The consumer's subscription to ``topic``: the one it joins, or a new one (kept by
+        the registry if durable or shared); it remembers the attach's filter map, which a
+        consumer that joins later must repeat."""
+        if subscription is None:
+            subscription = topic.subscribe(durable_key, active_filter, durable=request.durable)
+            subscription.shared = request.shared
+            if durable_key is not None:
+                self.registry.durable[durable_key] = subscription
+        if request.address is not None:
+            subscription.filter_code = _filter_code(link)
+        return subscription
+
+    def _start_consumer(self, consumer: Consumer, client: ClientConnection, link: Sender,
+                        request: TerminusRequest, active_filter: LinkFilter | None) -> None:
+        """Hand the new consumer to its subscription, node, queue and connection, and to the
+        metrics."""
+        subscription = consumer.subscription
+        if subscription is not None:
+            subscription.consumers.append(consumer)
+        if request.dynamic:
+            consumer.node.dynamic_owner = consumer
+        queue = consumer.queue
+        queue.add_consumer(consumer)
+        if queue.journal is not None:  # a durable subscription remembers its filter set
+            queue.journal.remember_filter(_filter_code(link))
+        client.consumers.append(consumer)
+        if self.metrics is not None:
+            self.metrics.consumer_attached(consumer, active_filter)
 
     @staticmethod
     def _taken(link: Sender, request: TerminusRequest, subscription: Subscription) -> str | None:
@@ -367,6 +406,15 @@ class LinkManager:
             self.detach(consumer, client, closed=False)
         for producer in list(client.producers):
             self.detach(producer, client, closed=False)
+
+
+def _open_sender(link: Sender) -> bool:
+    """Open the link with the settle modes the peer asked for; whether it sends pre-settled."""
+    presettled: bool = link.remote_snd_settle_mode == Link.SND_SETTLED
+    link.snd_settle_mode = Link.SND_SETTLED if presettled else Link.SND_UNSETTLED
+    link.rcv_settle_mode = link.remote_rcv_settle_mode
+    link.open()
+    return presettled
 
 
 def _filter_code(link: Sender) -> bytes:

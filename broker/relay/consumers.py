@@ -86,12 +86,17 @@ class RelayConsumer:
         closed, when the client detaches without closing."""
         self.lookup = lookup
         """A source-less attach (Qpid JMS's unsubscribe): answered with the upstream's source."""
-        self.confirmed = False
-        """The upstream granted what a browse or dynamic attach asked for, or attached a topic
-        subscription: credit may go (and a topic's downstream attach is answered)."""
         self.presettled = presettled
         self.selector = selector
         self.held_limit = held_limit
+        self._init_traffic()
+
+    def _init_traffic(self) -> None:
+        """What the link has been granted, holds and has counted: nothing yet (the upstream
+        link opens in :meth:`open_upstream`)."""
+        self.confirmed = False
+        """The upstream granted what a browse or dynamic attach asked for, or attached a topic
+        subscription: credit may go (and a topic's downstream attach is answered)."""
         self.credit = 0
         self.window = 0
         """The most credit the downstream consumer has granted: the relay keeps that many
@@ -219,18 +224,25 @@ class RelayConsumer:
             self.pending.append((data, delivery))
             self._pump()
         else:
-            self.skipped += 1
-            if self.copies or lib.pn_delivery_settled(delivery):
-                self._settle_up(delivery, ACCEPTED)
-            elif self.upstream.non_match_modified:
-                self._modify_up(delivery)  # the upstream offers it to its other consumers
-            elif not self.upstream.sharing.hand_off(self, delivery, data, message, candidates):
-                self.held[delivery] = data
-                if len(self.held) == self.held_limit:
-                    log.warning("relay consumer %r holds %d non-matching messages of %r "
-                                "(upstream_held): it takes no more until some go", self.name,
-                                self.held_limit, self.address)
-            self.top_up()
+            self._not_matched(delivery, data, message, candidates)
+
+    def _not_matched(self, delivery: Any, data: bytes, message: FilterMessage,
+                     candidates: tuple[RelayConsumer, ...] | None) -> None:
+        """An upstream message this link's filter does not match: a copy is settled; a queue's
+        is given back (``modified``), handed to another of our links that matches it, or held
+        (released when the link goes)."""
+        self.skipped += 1
+        if self.copies or lib.pn_delivery_settled(delivery):
+            self._settle_up(delivery, ACCEPTED)
+        elif self.upstream.non_match_modified:
+            self._modify_up(delivery)  # the upstream offers it to its other consumers
+        elif not self.upstream.sharing.hand_off(self, delivery, data, message, candidates):
+            self.held[delivery] = data
+            if len(self.held) == self.held_limit:
+                log.warning("relay consumer %r holds %d non-matching messages of %r "
+                            "(upstream_held): it takes no more until some go", self.name,
+                            self.held_limit, self.address)
+        self.top_up()
 
     def on_upstream_flow(self) -> None:
         """The upstream's flow: the answer to a drain we forwarded, if we did."""

@@ -154,6 +154,7 @@ class SaslServer:
         return True
 
     def _frame(self) -> bool:
+        """Read one frame, if it is all there, and answer it; whether to read on."""
         buffer = self._buffer
         if len(buffer) < 8:
             return False
@@ -178,28 +179,37 @@ class SaslServer:
         descriptor = value.descriptor
         if isinstance(descriptor, str):
             descriptor = _SYMBOLIC.get(descriptor, descriptor)
-        fields = value.value
-        if self.state is State.INIT and descriptor == _INIT:
-            if not fields or not isinstance(fields[0], str):
-                self._fail("sasl-init without a mechanism", SYS_PERM)
-                return False
-            self._mechanism = str(fields[0])
-            response = fields[1] if len(fields) > 1 else None
-            if self._mechanism not in self.mechanisms:
-                self._fail(f"mechanism {self._mechanism!r} not offered", AUTH)
-                return False
-            if response is None and self._mechanism == "PLAIN":
-                self.output += frame(_CHALLENGE, [b""])  # ask for the credentials
-                self.state = State.RESPONSE
-                return True
-            done = self._decide(response)
-        elif self.state is State.RESPONSE and descriptor == _RESPONSE:
-            done = self._decide(fields[0] if fields else None)
-        else:
+        expected, answer = _ANSWERS[self.state]
+        if descriptor != expected:
             self._fail(f"unexpected SASL frame {descriptor!r} in state "
                        f"{self.state.value}", SYS_PERM)
             return False
-        if done:
+        return answer(self, value.value)
+
+    def _on_init(self, fields: list[Any]) -> bool:
+        """``sasl-init``: the mechanism the client chose, and its initial response (PLAIN
+        without one is asked for it with an empty challenge: True, read the response)."""
+        if not fields or not isinstance(fields[0], str):
+            self._fail("sasl-init without a mechanism", SYS_PERM)
+            return False
+        self._mechanism = str(fields[0])
+        response = fields[1] if len(fields) > 1 else None
+        if self._mechanism not in self.mechanisms:
+            self._fail(f"mechanism {self._mechanism!r} not offered", AUTH)
+            return False
+        if response is None and self._mechanism == "PLAIN":
+            self.output += frame(_CHALLENGE, [b""])  # ask for the credentials
+            self.state = State.RESPONSE
+            return True
+        return self._answered(response)
+
+    def _on_response(self, fields: list[Any]) -> bool:
+        """``sasl-response``: the answer to our challenge."""
+        return self._answered(fields[0] if fields else None)
+
+    def _answered(self, response: Any) -> bool:
+        """The client has given its credentials: decide (False: no more frames to read)."""
+        if self._decide(response):
             self._keep_leftover()
         return False
 
@@ -232,3 +242,10 @@ class SaslServer:
         """The authenticator's late answer (state CHECKING); check :attr:`state` afterwards."""
         if self.state is State.CHECKING and self._settle(outcome):
             self._keep_leftover()  # what the client pipelined while we were checking
+
+
+_ANSWERS: Final[dict[State, tuple[int, Callable[[SaslServer, list[Any]], bool]]]] = {
+    State.INIT: (_INIT, SaslServer._on_init),
+    State.RESPONSE: (_RESPONSE, SaslServer._on_response),
+}
+"""The frame the client must send in each state, and how it is answered."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from proton import Delivery, Described, Message, Timeout, symbol
+from proton.utils import BlockingConnection, BlockingReceiver, BlockingSender
 
 from filtex_broker.config import load_config
 from filtex_broker.memory import (
@@ -37,7 +38,7 @@ from filtex_broker.settings import ConfigError, parse_size
 from filtex_broker.store.log import Store
 from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 
-from ..broker_clients import TIMEOUT, BrokerFactory, connect, raw_receiver
+from ..broker_clients import TIMEOUT, BrokerFactory, RawReceiver, connect, raw_receiver
 from ..fault_clients import BrokerProcess
 
 MiB = 1 << 20
@@ -431,6 +432,57 @@ def _status(pid: int, field: str) -> int:
     raise AssertionError(f"no {field}")
 
 
+def _flood(conn: BlockingConnection, senders: list[Any], data: bytes) -> int:
+    """Send whatever credit allows until none comes for a while; how many were sent (every one
+    of them accepted: throttled, not lost)."""
+    deliveries: list[Delivery] = []
+    last_sent = time.monotonic()
+    deadline = last_sent + FLOOD_SECONDS
+    while True:
+        for sender in senders:
+            while sender.credit > 0:
+                deliveries.append(sender.delivery(b"%d" % len(deliveries)))
+                sender.send(data)
+                sender.advance()
+                last_sent = time.monotonic()
+        with contextlib.suppress(Timeout):
+            conn.wait(lambda: any(s.credit > 0 for s in senders), timeout=0.25)
+        if time.monotonic() - last_sent > 1.5 and all(d.remote_state for d in deliveries):
+            break  # blocked, and every message sent is answered
+        assert time.monotonic() < deadline, f"not blocked after {len(deliveries)} messages"
+    assert all(d.remote_state == Delivery.ACCEPTED for d in deliveries)
+    return len(deliveries)
+
+
+def _blocked_but_serving(
+    url: str, conn: BlockingConnection,
+) -> tuple[BlockingConnection, BlockingSender, tuple[BlockingReceiver, RawReceiver]]:
+    """While the broker is over its limit, a new producer on a new node gets no credit, and a
+    consumer is still served: the late producer's connection and sender, and the consumer."""
+    other = connect(url)
+    late_sender = other.create_sender("late")
+    first, handler = raw_receiver(conn, "flood/0")
+    first.link.flow(10)
+    conn.wait(lambda: len(handler.received) >= 10, timeout=TIMEOUT, msg="a consumer served")
+    with contextlib.suppress(Timeout):
+        other.wait(lambda: late_sender.link.credit > 0, timeout=1.0)
+    assert late_sender.link.credit == 0
+    return other, late_sender, (first, handler)
+
+
+def _drain(conn: BlockingConnection, first: tuple[BlockingReceiver, RawReceiver],
+           sent: int) -> None:
+    """Every accepted message is there to be read."""
+    receivers = [first]
+    for n in range(1, FLOOD_QUEUES):
+        receivers.append(raw_receiver(conn, f"flood/{n}"))
+    for receiver, _ in receivers:
+        receiver.link.flow(sent)
+    conn.wait(lambda: sum(len(h.received) for _, h in receivers) >= sent, timeout=TIMEOUT,
+              msg=f"draining {sent} messages")
+    assert sum(len(h.received) for _, h in receivers) == sent
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 @pytest.mark.parametrize("durable", [False, True], ids=["in-memory", "data-dir"])
 def test_a_flood_over_many_queues_stays_near_the_limit(tmp_path: Path, durable: bool) -> None:
@@ -446,24 +498,7 @@ def test_a_flood_over_many_queues_stays_near_the_limit(tmp_path: Path, durable: 
         senders = [conn.create_sender(f"flood/{n}").link for n in range(FLOOD_QUEUES)]
         data = Message(body=b"p" * 1000, properties={"n": 1, "region": "eu"},
                        durable=durable).encode()
-        deliveries: list[Delivery] = []
-        last_sent = time.monotonic()
-        deadline = last_sent + FLOOD_SECONDS
-
-        while True:  # send whatever credit allows until none comes for a while
-            for sender in senders:
-                while sender.credit > 0:
-                    deliveries.append(sender.delivery(b"%d" % len(deliveries)))
-                    sender.send(data)
-                    sender.advance()
-                    last_sent = time.monotonic()
-            with contextlib.suppress(Timeout):
-                conn.wait(lambda: any(s.credit > 0 for s in senders), timeout=0.25)
-            if time.monotonic() - last_sent > 1.5 and all(d.remote_state for d in deliveries):
-                break  # blocked, and every message sent is answered
-            assert time.monotonic() < deadline, f"not blocked after {len(deliveries)} messages"
-        sent = len(deliveries)
-        assert all(d.remote_state == Delivery.ACCEPTED for d in deliveries)  # throttled, not lost
+        sent = _flood(conn, senders, data)
         peak = _status(pid, "VmHWM")
         assert "event=memory-blocked" in process.log()
         cost = entry_cost(Entry(bytes(data)), journaled=durable)  # about 1.3 KB here
@@ -471,29 +506,11 @@ def test_a_flood_over_many_queues_stays_near_the_limit(tmp_path: Path, durable: 
         # disk: the block may come that much earlier.
         least = 0.75 * FLOOD_LIMIT if durable else FLOOD_LIMIT
         assert least <= sent * cost <= FLOOD_LIMIT + FLOOD_QUEUES * FLOOD_WINDOW * cost
-        # A new producer, on a new node, gets no credit while the broker is over its limit;
-        # a consumer is still served meanwhile.
-        other = connect(url)
-        late_sender = other.create_sender("late")
-        late = late_sender.link
-        first, handler = raw_receiver(conn, "flood/0")
-        first.link.flow(10)
-        conn.wait(lambda: len(handler.received) >= 10, timeout=TIMEOUT, msg="a consumer served")
-        with contextlib.suppress(Timeout):
-            other.wait(lambda: late.credit > 0, timeout=1.0)
-        assert late.credit == 0
-        receivers = []
-        # Drain everything: every accepted message is there; producers are served again.
-        receivers.append((first, handler))
-        for n in range(1, FLOOD_QUEUES):
-            receivers.append(raw_receiver(conn, f"flood/{n}"))
-        for receiver, _ in receivers:
-            receiver.link.flow(sent)
-        conn.wait(lambda: sum(len(h.received) for _, h in receivers) >= sent, timeout=TIMEOUT,
-                  msg=f"draining {sent} messages")
-        received = sum(len(h.received) for _, h in receivers)
-        assert received == sent
-        other.wait(lambda: late.credit > 0, timeout=TIMEOUT, msg="credit for the late producer")
+        other, late_sender, first = _blocked_but_serving(url, conn)
+        _drain(conn, first, sent)
+        # Producers are served again, the late one and the flooders.
+        other.wait(lambda: late_sender.link.credit > 0, timeout=TIMEOUT,
+                   msg="credit for the late producer")
         conn.wait(lambda: all(s.credit > 0 for s in senders), timeout=TIMEOUT,
                   msg="credit again for the flooders")
         late_sender.send(Message(body="served"))  # waits for the broker's accepted
