@@ -25,6 +25,7 @@ from filtex_proton.amqp.types import Kind, amqp_type_name, kind_of
 from filtex_proton.amqp.view import MessageView
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext, Filter
+from filtex_proton.filters.options import NO_OPTIONS, StreamOptions, decode_option, is_option
 from filtex_proton.filters.registry import decode_filter, display_descriptor
 from filtex_proton.filters.wire import max_nesting, read_data, summarise, write_data
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
@@ -63,13 +64,22 @@ class Outcome:
 
 
 class FilterSet:
-    """The compiled filters of one source; evaluate with :meth:`matches`."""
+    """The compiled filters of one source; evaluate with :meth:`matches`.
 
-    __slots__ = ("_budget_ms", "_filters", "limits", "stats")
+    ``options`` are the entries that are options for the node rather than filters
+    (RabbitMQ's stream offset and match-unfiltered): read once, never evaluated, not
+    counted by ``len`` nor listed by ``items``, but echoed with the filters.
+    """
+
+    __slots__ = ("_budget_ms", "_filters", "_option_entries", "limits", "options", "stats")
 
     def __init__(self, filters: Mapping[str, Filter] | None = None,
-                 limits: Limits = DEFAULT_LIMITS) -> None:
+                 limits: Limits = DEFAULT_LIMITS, *, options: StreamOptions = NO_OPTIONS,
+                 option_entries: Mapping[str, Described] | None = None) -> None:
         self._filters: tuple[tuple[str, Filter], ...] = tuple((filters or {}).items())
+        self._option_entries: tuple[tuple[str, Described], ...] = tuple(
+            (option_entries or {}).items())
+        self.options = options
         self.limits = limits
         self.stats = FilterStats()
         # The budget is checked between filters, between group members and inside
@@ -159,14 +169,22 @@ class FilterSet:
     # -- the attach reply --------------------------------------------------
 
     def echo(self) -> dict[symbol, Described]:
-        """The filters in place, exactly as received, for the attach reply's source."""
-        return {symbol(key): item.described() for key, item in self._filters}
+        """The filters (and options) in place, exactly as received, for the attach reply's
+        source."""
+        echo = {symbol(key): item.described() for key, item in self._filters}
+        echo.update((symbol(key), value) for key, value in self._option_entries)
+        return echo
+
+    @property
+    def has_options(self) -> bool:
+        """Whether the set holds option entries (then it is echoed even without filters)."""
+        return bool(self._option_entries)
 
     def as_data(self) -> Data:
         """:meth:`echo` as a ``proton.Data`` (e.g. ``link.source.filter.copy(fs.as_data())``);
         empty for an empty set, so that no filter is echoed where none is in place."""
         data = Data()
-        if self._filters:
+        if self._filters or self._option_entries:
             write_data(self.echo(), data)
         return data
 
@@ -248,24 +266,54 @@ def _key_text(key: Any) -> str:
     return summarise(key)
 
 
+def _named(key: Any, taken: Mapping[str, Any], other: Mapping[str, Any]) -> str:
+    """The entry's name, checked: a symbol, ASCII, not used twice in the set."""
+    name = _key_text(key)
+    try:
+        if kind_of(key) not in (Kind.STRING, Kind.SYMBOL):
+            raise FilterError(f"a filter name is a symbol, not a {amqp_type_name(key)}")
+    except TypeError:
+        raise FilterError("a filter name is a symbol") from None
+    if not name.isascii():
+        raise FilterError("a filter name is a symbol, and symbols are ASCII")
+    if name in taken or name in other:
+        raise FilterError("the filter set names this filter twice")
+    return name
+
+
+def _read_options(entries: list[tuple[Any, Any]]) -> tuple[StreamOptions, dict[str, Described]]:
+    """The option entries of a set, read before its filters (a filter may depend on them)."""
+    options = NO_OPTIONS
+    found: dict[str, Described] = {}
+    seen: set[str] = set()
+    for key, value in entries:
+        if not is_option(value):
+            continue
+        try:
+            name = _named(key, found, {})
+            if str(value.descriptor) in seen:
+                raise FilterError(f"the filter set gives {value.descriptor} twice")
+            seen.add(str(value.descriptor))
+            options = decode_option(value, options)
+        except FilterError as exc:
+            raise exc.located(key=_key_text(key), descriptor=str(value.descriptor)) from None
+        found[name] = value
+    return options, found
+
+
 def _decode_entries(entries: list[tuple[Any, Any]], limits: Limits) -> FilterSet:
     _check_count(len(entries), limits)
+    options, option_entries = _read_options(entries)
     filters: dict[str, Filter] = {}
     for key, value in entries:
+        if is_option(value):
+            continue
         name = _key_text(key)
         descriptor = (display_descriptor(value.descriptor)
                       if isinstance(value, Described) else None)
         try:
-            try:
-                if kind_of(key) not in (Kind.STRING, Kind.SYMBOL):
-                    raise FilterError(f"a filter name is a symbol, not a {amqp_type_name(key)}")
-            except TypeError:
-                raise FilterError("a filter name is a symbol") from None
-            if not name.isascii():
-                raise FilterError("a filter name is a symbol, and symbols are ASCII")
-            if name in filters:
-                raise FilterError("the filter set names this filter twice")
-            filters[name] = decode_filter(value, limits)
+            _named(key, filters, option_entries)
+            filters[name] = decode_filter(value, limits, options)
         except FilterError as exc:
             raise exc.located(key=name, descriptor=descriptor) from None
         except RecursionError:
@@ -274,7 +322,7 @@ def _decode_entries(entries: list[tuple[Any, Any]], limits: Limits) -> FilterSet
         except Exception as exc:  # a decoder bug must still refuse the filter, not crash
             raise FilterError(f"cannot decode this filter ({type(exc).__name__}: {exc})",
                               key=name, descriptor=descriptor) from exc
-    return FilterSet(filters, limits)
+    return FilterSet(filters, limits, options=options, option_entries=option_entries)
 
 
 def decode_filter_set(source: Data | Mapping[Any, Any] | None,

@@ -34,6 +34,7 @@ from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.validate import InvalidMessageError, validate_message, validate_view
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext
+from filtex_proton.filters.options import OffsetSpec, StreamOptions
 from filtex_proton.filters.registry import (
     ALL_CAPABILITIES,
     FILTER_TYPES,
@@ -55,8 +56,10 @@ __all__ = [
     "FiltexPlugin",
     "InvalidMessageError",
     "LinkFilter",
+    "OffsetSpec",
     "PluginStats",
     "Refusal",
+    "StreamOptions",
     "unknown_disabled",
     "validate_message",
 ]
@@ -68,7 +71,8 @@ _KNOWN_NAMES: Final = frozenset(
     | set(ALL_CAPABILITIES)
 )
 #: What refusals are counted by: the filter types, so that clients cannot add entries.
-_REFUSAL_KINDS: Final = _KNOWN_NAMES | {display_descriptor(ulong(t.code)) for t in FILTER_TYPES}
+_REFUSAL_KINDS: Final = _KNOWN_NAMES | {
+    display_descriptor(ulong(t.code)) for t in FILTER_TYPES if t.code is not None}
 _identities = itertools.count(1)
 
 
@@ -355,8 +359,8 @@ class FiltexPlugin:
         except FilterError as error:
             self.refuse(link, error)
             return None
-        if len(filter_set):
-            link.source.filter.copy(remote_filter)  # exactly the filters in place
+        if len(filter_set) or filter_set.has_options:
+            link.source.filter.copy(remote_filter)  # exactly the filters (and options) in place
         self.add_source_capabilities(link.source)
         self.stats.accepted += 1
         if consumer is None:

@@ -37,6 +37,7 @@ from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.matching import Reference, TextPattern
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.stream import StreamFilter
 from filtex_proton.filters.visitor import FamilyVisitor
 from filtex_proton.filterset import FilterSet
 from filtex_proton.sql import JMS_SELECTOR, ast, compile_sql, iso8601
@@ -209,9 +210,13 @@ class _Translator(Visitor[_Part | None], FamilyVisitor[_Part | None]):
     def on_no_local_filter(self, item: NoLocalFilter) -> _Part | None:
         return self.no_equivalent(item)
 
+    def on_stream_filter(self, item: StreamFilter) -> _Part | None:
+        return self.no_equivalent(item)  # a message annotation: no JMS selector reads those
+
     def no_equivalent(self, item: Filter) -> _Part | None:
-        """The Apache bindings and no-local: what they test is not a JMS selector's (the
-        routing key, the connection of origin); they stay local."""
+        """The Apache bindings, no-local and the stream filter: what they test is not a JMS
+        selector's (the routing key, the connection of origin, a message annotation); they
+        stay local."""
         self.local(f"{item.type_name} has no JMS selector equivalent")
         return None
 

@@ -20,6 +20,7 @@ from proton import Described, symbol
 from filtex_proton.amqp.types import amqp_type_name
 from filtex_proton.amqp.view import MessageView
 from filtex_proton.errors import FilterError
+from filtex_proton.filters.options import NO_OPTIONS, StreamOptions
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
 __all__ = [
@@ -152,6 +153,8 @@ class DecodeContext:
     descriptor: Any
     type_name: str
     limits: Limits = DEFAULT_LIMITS
+    options: StreamOptions = NO_OPTIONS
+    """The set's option entries (``rabbitmq:stream-match-unfiltered``), read before its filters."""
 
     def type_error(self, value: Any, needed: str) -> FilterError:
         """The error for a described value of the wrong AMQP type (a list for a map ...)."""

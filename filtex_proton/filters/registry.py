@@ -31,8 +31,10 @@ from filtex_proton.filters.apache import (
 from filtex_proton.filters.base import DecodeContext, Filter, LeafDecoder, describe_descriptor
 from filtex_proton.filters.constant import constant_decoder
 from filtex_proton.filters.group import GroupOp, GroupRule
+from filtex_proton.filters.options import NO_OPTIONS, StreamOptions
 from filtex_proton.filters.property import property_decoder
 from filtex_proton.filters.sql import sql_decoder
+from filtex_proton.filters.stream import decode_stream_filter
 from filtex_proton.filters.wire import check_value, max_nesting
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
 
@@ -61,8 +63,9 @@ class FilterType:
 
     name: str
     """The canonical symbolic descriptor."""
-    code: int
-    """The numeric descriptor, a ulong (domain-id << 32 | descriptor-id)."""
+    code: int | None
+    """The numeric descriptor, a ulong (domain-id << 32 | descriptor-id); None for a type
+    named by symbol only."""
     decode: LeafDecoder | None = None
     group: GroupRule | None = None
     aliases: tuple[str, ...] = ()
@@ -112,12 +115,16 @@ FILTER_TYPES: Final[tuple[FilterType, ...]] = (
     _group("apache.org:or-filter:list", _APACHE | 5, GroupOp.ANY, LOGIC),
     _group("apache.org:and-filter:list", _APACHE | 6, GroupOp.ALL, LOGIC),
     _group("apache.org:not-filter:list", _APACHE | 7, GroupOp.NONE, LOGIC, single=True),
+    # RabbitMQ streams: symbolic only (RabbitMQ documents no numeric descriptor); no
+    # capability, as RabbitMQ offers none
+    FilterType("rabbitmq:stream-filter", None, decode_stream_filter),
 )
 
 _BY_NAME: Final[Mapping[str, FilterType]] = MappingProxyType(
     {name: t for t in FILTER_TYPES for name in (t.name, *t.aliases)}
 )
-_BY_CODE: Final[Mapping[int, FilterType]] = MappingProxyType({t.code: t for t in FILTER_TYPES})
+_BY_CODE: Final[Mapping[int, FilterType]] = MappingProxyType(
+    {t.code: t for t in FILTER_TYPES if t.code is not None})
 
 #: Every capability to offer on the open and on filtering sources, in a stable order.
 ALL_CAPABILITIES: Final[tuple[str, ...]] = tuple(
@@ -187,7 +194,8 @@ def _reserved_descriptor(descriptor: Any) -> FilterError:
         f"type but symbol and ulong{hint}")
 
 
-def _start(value: Any, limits: Limits, stack: list[_Pending]) -> Filter | None:
+def _start(value: Any, limits: Limits, stack: list[_Pending],
+           options: StreamOptions) -> Filter | None:
     """Decode a leaf, or push a group whose members come next (then ``None``)."""
     try:
         if not isinstance(value, Described):
@@ -197,7 +205,7 @@ def _start(value: Any, limits: Limits, stack: list[_Pending]) -> Filter | None:
         filter_type = lookup(value.descriptor)
         if filter_type is None:
             raise FilterError(f"unknown filter type {describe_descriptor(value.descriptor)}")
-        ctx = DecodeContext(value.descriptor, filter_type.name, limits)
+        ctx = DecodeContext(value.descriptor, filter_type.name, limits, options)
         if filter_type.group is None:
             assert filter_type.decode is not None
             return filter_type.decode(value.value, ctx)
@@ -213,22 +221,26 @@ def _start(value: Any, limits: Limits, stack: list[_Pending]) -> Filter | None:
     return None
 
 
-def decode_filter(value: Any, limits: Limits = DEFAULT_LIMITS) -> Filter:
+def decode_filter(value: Any, limits: Limits = DEFAULT_LIMITS,
+                  options: StreamOptions = NO_OPTIONS) -> Filter:
     """Build the filter a described value denotes, nested groups included.
+
+    ``options`` are the set's option entries, already read (a stream filter needs
+    ``match_unfiltered``).
 
     Raises :class:`FilterError` for anything wrong with it: an unknown
     descriptor, a value of the wrong type, a limit exceeded (``limit=True``).
     """
     check_value(value, max_nesting(limits))
     stack: list[_Pending] = []
-    built = _start(value, limits, stack)
+    built = _start(value, limits, stack, options)
     while stack:
         pending = stack[-1]
         if built is not None:
             pending.members.append(built)
         index = len(pending.members)
         if index < len(pending.member_values):
-            built = _start(pending.member_values[index], limits, stack)
+            built = _start(pending.member_values[index], limits, stack, options)
         else:
             stack.pop()
             built = pending.rule.build(pending.value, pending.members, pending.ctx)

@@ -2,7 +2,7 @@
 
 The node matcher's decomposition, the pushdown to JMS selectors and the Spark translation
 each read every filter family (SQL, property filters, groups, constants, the Apache
-bindings, no-local). Each is a subclass of :class:`FamilyVisitor` with one
+bindings, no-local, RabbitMQ's stream filter). Each is a subclass of :class:`FamilyVisitor` with one
 ``on_<snake_case_class>`` handler per family: a reader that lacks one cannot be
 instantiated, and a reader that cannot use a family says so in that family's handler,
 instead of a chain of ``isinstance`` tests ending in a silent catch-all
@@ -22,6 +22,7 @@ from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.stream import StreamFilter
 
 __all__ = ["FAMILIES", "FamilyVisitor"]
 
@@ -29,7 +30,7 @@ R = TypeVar("R")
 
 FAMILIES: Final[tuple[type, ...]] = (
     ConstantFilter, SqlFilter, PropertyFilter, GroupFilter, DirectBinding, TopicBinding,
-    HeadersBinding, NoLocalFilter,
+    HeadersBinding, NoLocalFilter, StreamFilter,
 )
 """Every class the registry's decoders build (tests/filtex_proton/filters checks it)."""
 
@@ -72,6 +73,9 @@ class FamilyVisitor(ABC, Generic[R]):
 
     @abstractmethod
     def on_no_local_filter(self, item: NoLocalFilter) -> R: ...
+
+    @abstractmethod
+    def on_stream_filter(self, item: StreamFilter) -> R: ...
 
 
 check_protocol(FamilyVisitor, "on_", FAMILIES)

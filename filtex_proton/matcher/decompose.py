@@ -23,6 +23,7 @@ from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.matching import Reference, TextPattern
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.stream import FILTER_VALUE, StreamFilter
 from filtex_proton.filters.visitor import FamilyVisitor
 from filtex_proton.filterset import FilterSet
 from filtex_proton.matcher.atoms import (
@@ -127,11 +128,19 @@ class _Decomposer(FamilyVisitor[Condition]):
     def on_no_local_filter(self, item: NoLocalFilter) -> Condition:
         return ALWAYS  # the message's connection of origin is not a message field
 
+    def on_stream_filter(self, item: StreamFilter) -> Condition:
+        # The annotation equals one of the values (string = symbol, as value_key keys them);
+        # with match-unfiltered, or it is absent or null.
+        keys = frozenset(("s", value) for value in item.values)
+        equal: Condition = ((FieldEquals(_FILTER_VALUE, keys),),)
+        return _or([equal, ((FieldNull(_FILTER_VALUE),),)]) if item.match_unfiltered else equal
+
 
 _DECOMPOSER: Final = _Decomposer()
 
 
 _SUBJECT: Final = FieldRef(Section.PROPERTIES, "subject")
+_FILTER_VALUE: Final = FieldRef(Section.MESSAGE_ANNOTATIONS, FILTER_VALUE)
 
 
 def _topic(item: TopicBinding) -> Condition:

@@ -23,6 +23,7 @@ from filtex_proton.filters.constant import ConstantFilter
 from filtex_proton.filters.group import GroupFilter, GroupOp
 from filtex_proton.filters.property import PropertyFilter
 from filtex_proton.filters.sql import SqlFilter
+from filtex_proton.filters.stream import StreamFilter
 from filtex_proton.filters.visitor import FAMILIES, FamilyVisitor
 from filtex_proton.spark import ir
 from filtex_proton.spark.properties import (
@@ -98,6 +99,11 @@ class Translator(FamilyVisitor[Pred]):
 
     def on_topic_binding(self, item: TopicBinding) -> Pred:
         return Pred(topic_predicate(str(item.value)), False)
+
+    def on_stream_filter(self, item: StreamFilter) -> Pred:
+        # The archive keeps message annotations only in the raw message: the engine reads them.
+        raise UntranslatableError(f"{item.type_name} reads a message annotation: evaluated by "
+                                  "the engine")
 
     def on_no_local_filter(self, item: NoLocalFilter) -> Pred:
         # An archived message has no connection of origin: no-local keeps it (origin None).

@@ -331,7 +331,7 @@ def test_sql_limits_are_masked_and_located() -> None:
 def test_unexpected_decoder_failures_become_filter_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     import filtex_proton.filterset as module
 
-    def broken(value: Any, limits: Limits) -> Filter:
+    def broken(value: Any, limits: Limits, options: Any = None) -> Filter:
         raise KeyError("bug")
 
     monkeypatch.setattr(module, "decode_filter", broken)
