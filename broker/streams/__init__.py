@@ -1,0 +1,5 @@
+"""Stream nodes: append-only logs that filtered consumers read from any offset.
+
+``annotate`` (a delivered copy with its ``x-stream-offset``), ``log`` (segments, retention by
+bytes and age, the memory budget), ``node`` (the :class:`Stream` node and its readers).
+"""

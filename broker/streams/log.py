@@ -1,0 +1,171 @@
+"""A stream's log in memory: segments of messages by offset, retention by bytes and by age.
+
+Each segment holds consecutive offsets (its first offset, the arrival time in milliseconds and
+the bytes of each message, and where it came from for no-local), its byte count and its first and
+last arrival time. Retention drops whole segments, oldest first: by bytes (``max_bytes``), by age
+(``max_age_s``) and, since a producer must never be stalled by a stream's size, whenever the
+broker's memory budget is blocked (the stream gives back its oldest segments until the budget
+has room or only the segment being written is left). Every message is charged to the budget when
+it is appended and credited when its segment is dropped.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+from typing import Final
+
+from filtex_broker.nodes.budget import MemoryBudget, bytes_cost
+
+__all__ = ["PER_RECORD", "Segment", "StreamLog", "segment_bytes"]
+
+PER_RECORD: Final = 80
+"""Bytes one message costs in a segment besides its ``bytes`` object: three list slots (24)
+and the int of its arrival time (32, shared when equal), rounded up; an estimate, not yet
+measured as budget.PER_ENTRY is."""
+
+
+def segment_bytes(max_bytes: int) -> int:
+    """How many bytes a segment takes before the next one starts: an eighth of the stream's
+    bound (retention drops at most that much at once), from 64 KiB to 8 MiB."""
+    return max(64 * 1024, min(8 * 1024 * 1024, max_bytes // 8))
+
+
+@dataclass(slots=True)
+class Segment:
+    """Consecutive messages from ``first`` on."""
+
+    first: int
+    times: list[int] = field(default_factory=list)
+    datas: list[bytes] = field(default_factory=list)
+    origins: list[Hashable | None] = field(default_factory=list)
+    size: int = 0
+    """The message bytes it holds."""
+    cost: int = 0
+    """What it is charged to the memory budget."""
+
+    @property
+    def next(self) -> int:
+        return self.first + len(self.datas)
+
+    @property
+    def first_time(self) -> int:
+        return self.times[0]
+
+    @property
+    def last_time(self) -> int:
+        return self.times[-1]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class StreamLog:
+    """Append-only; read by offset; the oldest segments dropped by retention."""
+
+    def __init__(self, max_bytes: int, max_age_s: float | None = None,
+                 budget: MemoryBudget | None = None,
+                 clock: Callable[[], int] = _now_ms) -> None:
+        self.max_bytes = max_bytes
+        self.max_age_s = max_age_s
+        self.budget = budget if budget is not None else MemoryBudget()
+        self.clock = clock
+        self.segment_bytes = segment_bytes(max_bytes)
+        self.segments: list[Segment] = []
+        self.size = 0
+        """The message bytes held."""
+        self.next_offset = 0
+        """The offset the next message gets."""
+        self.dropped_segments = 0
+
+    @property
+    def first_offset(self) -> int:
+        """The oldest offset held (``next_offset`` when empty)."""
+        return self.segments[0].first if self.segments else self.next_offset
+
+    def __len__(self) -> int:
+        return self.next_offset - self.first_offset
+
+    # -- writing -------------------------------------------------------------------
+
+    def append(self, data: bytes, origin: Hashable | None = None) -> int:
+        """Store one message; returns its offset. Never refuses: retention makes room."""
+        now = self.clock()
+        segments = self.segments
+        segment = segments[-1] if segments else None
+        if segment is None or segment.size >= self.segment_bytes:
+            segment = Segment(self.next_offset)
+            segments.append(segment)
+        elif now < segment.last_time:
+            now = segment.last_time  # arrival times never go back (a clock step)
+        offset = self.next_offset
+        cost = PER_RECORD + bytes_cost(len(data))
+        segment.times.append(now)
+        segment.datas.append(data)
+        segment.origins.append(origin)
+        segment.size += len(data)
+        segment.cost += cost
+        self.size += len(data)
+        self.next_offset = offset + 1
+        self.budget.charge(cost)
+        self.retain(now)
+        return offset
+
+    def retain(self, now: int | None = None) -> int:
+        """Drop the oldest segments beyond the bounds; returns how many were dropped."""
+        dropped = 0
+        segments = self.segments
+        while len(segments) > 1 and (self.size > self.max_bytes or self.budget.blocked):
+            self._drop()
+            dropped += 1
+        if self.max_age_s is not None and segments:
+            cutoff = (self.clock() if now is None else now) - int(self.max_age_s * 1000)
+            while segments and segments[0].last_time < cutoff:
+                self._drop()
+                dropped += 1
+        return dropped
+
+    def _drop(self) -> None:
+        segment = self.segments.pop(0)
+        self.size -= segment.size
+        self.dropped_segments += 1
+        self.budget.credit(segment.cost)
+
+    def clear(self) -> None:
+        """Drop everything (the node is deleted): the budget gets it all back."""
+        while self.segments:
+            self._drop()
+
+    # -- reading -------------------------------------------------------------------
+
+    def _segment_of(self, offset: int) -> Segment | None:
+        segments = self.segments
+        if not segments or offset < segments[0].first or offset >= self.next_offset:
+            return None
+        last = segments[-1]
+        if offset >= last.first:
+            return last
+        index = bisect.bisect_right(segments, offset, key=lambda s: s.first) - 1
+        return segments[index]
+
+    def read(self, offset: int) -> tuple[bytes, Hashable | None] | None:
+        """The message at ``offset`` and its origin; None if it is not held."""
+        segment = self._segment_of(offset)
+        if segment is None:
+            return None
+        at = offset - segment.first
+        return segment.datas[at], segment.origins[at]
+
+    def time_of(self, offset: int) -> int | None:
+        segment = self._segment_of(offset)
+        return None if segment is None else segment.times[offset - segment.first]
+
+    def offset_at(self, at_ms: int) -> int:
+        """The first offset that arrived at ``at_ms`` or later (``next_offset`` if none)."""
+        for segment in self.segments:
+            if segment.last_time >= at_ms:
+                return segment.first + bisect.bisect_left(segment.times, at_ms)
+        return self.next_offset
