@@ -23,6 +23,7 @@ from filtex_broker.settings import (
     BrokerConfig,
     ByteSize,
     ConfigError,
+    parse_age,
     parse_listen,
     split_list,
 )
@@ -54,6 +55,9 @@ example:
   # the management console and Prometheus metrics, on loopback
   filtex-broker --console 127.0.0.1:8162 --metrics 127.0.0.1:9108
 
+  # streams: append-only logs read from any offset, kept for a week or 10 GiB each
+  filtex-broker --stream 'events.*' --stream audit --stream-max-bytes 10GiB --stream-max-age 7D
+
   # archive every accepted message as Parquet, for filtex-spark
   filtex-broker --archive /var/lib/filtex/archive --archive-index region
 
@@ -83,6 +87,8 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
     "max_memory": (ByteSize, "broker-wide: bytes the held messages may cost before no producer "
                    "gets credit, e.g. 512MiB or 2GiB (0: 40%% of the machine's or the cgroup's "
                    "memory)"),
+    "stream_max_bytes": (ByteSize, "per stream: message bytes kept before its oldest segments "
+                         "are dropped, e.g. 10GiB"),
     "dead_letter_address": (str, "node for rejected messages ('' disables)"),
     "shutdown_grace": (float, "seconds to wait for peers on shutdown"),
     "idle_timeout": (float, "close a client connection that sends nothing (not even a "
@@ -194,6 +200,13 @@ def _text_names(text: str) -> tuple[str, ...]:
     return tuple(split_list(text))
 
 
+def _age(value: Any) -> float | None:
+    try:
+        return parse_age(value)
+    except ConfigError as exc:
+        raise ConfigError(f"stream_max_age: {exc}") from None
+
+
 class _Structured(NamedTuple):
     """A setting that is not one scalar value, and how each source gives it."""
 
@@ -215,6 +228,8 @@ _STRUCTURED: Final[dict[str, _Structured]] = {
     "disable": _Structured("disabled", _names, _text_names, _names),
     "archive_nodes": _Structured("archive_nodes", _names, _text_names, _names),
     "archive_index": _Structured("archive_index", _names, _text_names, _names),
+    "streams": _Structured("streams", _names, _text_names, _names),
+    "stream_max_age": _Structured("stream_max_age", _age, _age, _age),
 }
 _TOML_STRUCTURED: Final = {entry.setting: entry.from_toml for entry in _STRUCTURED.values()}
 
@@ -329,6 +344,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --archive: index this application property in the archive's segments, so "
         "that Spark reads little for an equality on it (repeatable; the first sorts them)",
     )
+    parser.add_argument(
+        "--stream", action="append", metavar="PATTERN", dest="streams",
+        help="addresses matching this glob are streams: append-only, read from any offset "
+        "(rabbitmq:stream-offset-spec), reading removes nothing (repeatable)",
+    )
+    parser.add_argument(
+        "--stream-max-age", metavar="AGE", dest="stream_max_age",
+        help="per stream: drop segments older than this, in seconds or as 1h, 7D (units Y M D "
+        "h m s; default none: no age limit)",
+    )
     group = parser.add_argument_group("broker settings")
     for name, (kind, text) in _SCALARS.items():
         if kind is bool:
@@ -384,7 +409,7 @@ def _validate(config: BrokerConfig) -> None:
 
 
 _AT_LEAST_ONE: Final = ("credit_window", "max_queue_messages", "max_queue_bytes",
-                        "archive_max_pending_bytes", "upstream_held")
+                        "archive_max_pending_bytes", "upstream_held", "stream_max_bytes")
 _MODES: Final[dict[str, tuple[str, ...]]] = {
     "upstream_selector": ("auto", "always", "never"),
     "event_loop": ("auto", "fast", "stock"),
@@ -490,6 +515,9 @@ def _check_relay_keeps_nothing(config: BrokerConfig) -> None:
     if config.data_dir is not None and config.upstream:
         raise ConfigError("data_dir: a relay (upstream) holds no nodes to store; use --data-dir "
                           "on the upstream broker")
+    if config.streams and config.upstream:
+        raise ConfigError("streams: a relay (upstream) holds no nodes, so no streams; declare "
+                          "them on the upstream broker")
     if config.archive and config.upstream:
         raise ConfigError("archive: a relay (upstream) holds no nodes to archive; archive on "
                           "the upstream broker")

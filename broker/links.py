@@ -38,6 +38,8 @@ from filtex_broker.security.access import (
 )
 from filtex_broker.security.permissions import Principal
 from filtex_broker.settings import BrokerConfig
+from filtex_broker.streams.consumer import StreamConsumer
+from filtex_broker.streams.node import Stream
 from filtex_broker.terminus import (
     TerminusRequest,
     lookup_key,
@@ -64,7 +66,7 @@ NOT_FOUND: Final = "amqp:not-found"
 NOT_IMPLEMENTED: Final = "amqp:not-implemented"
 RESOURCE_LOCKED: Final = "amqp:resource-locked"
 
-LinkState = Consumer | Producer | RelayConsumer
+LinkState = Consumer | StreamConsumer | Producer | RelayConsumer
 
 
 class LinkManager:
@@ -124,9 +126,9 @@ class LinkManager:
         return self._attach_producer(link, client, principal, request)
 
     def _attach_consumer(self, link: Sender, client: ClientConnection,
-                         request: TerminusRequest) -> Consumer | None:
+                         request: TerminusRequest) -> Consumer | StreamConsumer | None:
         """A consumer on a queue, on a topic (a subscription of its own, or a durable or shared
-        one it joins), or on a durable subscription named by the link alone."""
+        one it joins), on a durable subscription named by the link alone, or on a stream."""
         durable_key = self._durable_key(link, client, request)
         subscription = self._named_subscription(link, client, request, durable_key)
         if subscription is None and request.address is None and not request.dynamic:
@@ -146,6 +148,8 @@ class LinkManager:
         active_filter = None if link_filter.is_trivial else link_filter
 
         node = self._consumer_node(request, subscription, active_filter)
+        if isinstance(node, Stream):
+            return self._attach_stream_consumer(link, client, request, node, link_filter)
         if isinstance(node, Topic):
             subscription = self._subscribe(node, link, request, subscription, durable_key,
                                            active_filter)
@@ -173,6 +177,26 @@ class LinkManager:
         )
         return consumer
 
+    def _attach_stream_consumer(self, link: Sender, client: ClientConnection,
+                                request: TerminusRequest, stream: Stream,
+                                link_filter: LinkFilter) -> StreamConsumer:
+        """A consumer reading ``stream`` from where the set's offset spec says (``next`` when it
+        names none); the filters are evaluated by the stream as it reads."""
+        self._reply_source(link, request, stream, browse=request.copy, subscription=None)
+        presettled = _open_sender(link)
+        offset = link_filter.filter_set.options.offset
+        consumer = StreamConsumer(link, stream, link_filter, position=stream.start(offset),
+                                  presettled=presettled)
+        stream.add_reader(consumer)
+        client.consumers.append(consumer)
+        if self.metrics is not None:
+            self.metrics.consumer_attached(consumer, consumer.filter)
+        log.info("connection %d: consumer %r attached to stream %r at offset %d%s%s",
+                 client.origin, link.name, stream.name, consumer.position,
+                 " (filtered)" if consumer.filter is not None else "",
+                 " (pre-settled)" if presettled else "")
+        return consumer
+
     def _durable_key(self, link: Sender, client: ClientConnection,
                      request: TerminusRequest) -> tuple[str, str] | None:
         """The key of the durable or shared topic subscription the attach asks for (None: it
@@ -180,7 +204,8 @@ class LinkManager:
         if request.address is None or request.dynamic:
             return None
         existing = self.registry.lookup(request.address)
-        is_topic = isinstance(existing, Topic) if existing is not None else request.topic
+        is_topic = (isinstance(existing, Topic) if existing is not None
+                    else request.topic and not self.registry.is_stream(request.address))
         if is_topic and (request.durable or request.shared):
             return subscription_key(client.container, link.name, request)
         return None
@@ -332,29 +357,13 @@ class LinkManager:
         if isinstance(state, RelayConsumer | RelayProducer):
             self._detach_relay(state, client, closed=closed)
             return
+        if isinstance(state, StreamConsumer):
+            self._detach_stream(state, client)
+            return
         if isinstance(state, Consumer):
             if state.closed:
                 return
-            returned = state.detach()
-            subscription = state.subscription
-            if self.metrics is not None:
-                self.metrics.consumer_detached(state, filter_kept=subscription is not None
-                                               and subscription.durable and not closed)
-            if subscription is not None:
-                if state in subscription.consumers:
-                    subscription.consumers.remove(state)
-                if not subscription.consumers and (not subscription.durable or closed):
-                    self._end_subscription(subscription)
-            if client is not None and state in client.consumers:
-                client.consumers.remove(state)
-            stats = state.filter_stats
-            log.info("consumer %r detached from %r%s%s%s", state.name, state.node.name,
-                     f", {returned} unsettled message(s) returned" if returned else "",
-                     " (durable subscription kept)" if subscription is not None
-                     and subscription.durable and not closed else "",
-                     f"; filter: {stats.evaluations} evaluated, {stats.matches} matched, "
-                     f"{stats.nulls} unknown ({stats.errors} errors, {stats.budget_exceeded} "
-                     "over budget)" if stats is not None else "")
+            self._detach_consumer(state, client, closed=closed)
         else:
             assert isinstance(state, Producer), state
             if state.closed:
@@ -366,6 +375,46 @@ class LinkManager:
         node = state.node
         if node is not None and node.dynamic_owner is state:
             self.registry.delete(node)
+
+    def _detach_consumer(self, state: Consumer, client: ClientConnection | None, *,
+                         closed: bool) -> None:
+        """A queue's or a subscription's consumer: what it held goes back; a subscription it
+        leaves without consumers ends unless durable (and only detached)."""
+        returned = state.detach()
+        subscription = state.subscription
+        if self.metrics is not None:
+            self.metrics.consumer_detached(state, filter_kept=subscription is not None
+                                           and subscription.durable and not closed)
+        if subscription is not None:
+            if state in subscription.consumers:
+                subscription.consumers.remove(state)
+            if not subscription.consumers and (not subscription.durable or closed):
+                self._end_subscription(subscription)
+        if client is not None and state in client.consumers:
+            client.consumers.remove(state)
+        stats = state.filter_stats
+        log.info("consumer %r detached from %r%s%s%s", state.name, state.node.name,
+                 f", {returned} unsettled message(s) returned" if returned else "",
+                 " (durable subscription kept)" if subscription is not None
+                 and subscription.durable and not closed else "",
+                 f"; filter: {stats.evaluations} evaluated, {stats.matches} matched, "
+                 f"{stats.nulls} unknown ({stats.errors} errors, {stats.budget_exceeded} "
+                 "over budget)" if stats is not None else "")
+
+    def _detach_stream(self, state: StreamConsumer, client: ClientConnection | None) -> None:
+        """A stream consumer stops reading; nothing goes back (it took nothing)."""
+        if state.closed:
+            return
+        state.detach()
+        if self.metrics is not None:
+            self.metrics.consumer_detached(state, filter_kept=False)
+        if client is not None and state in client.consumers:
+            client.consumers.remove(state)
+        stats = state.filter_stats
+        log.info("consumer %r detached from stream %r at offset %d, %d sent%s", state.name,
+                 state.node.name, state.position, state.sent,
+                 f"; filter: {stats.evaluations} evaluated, {stats.matches} matched"
+                 if stats is not None else "")
 
     @staticmethod
     def _detach_relay(

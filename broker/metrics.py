@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from filtex_broker.archive.archiver import Archiver
     from filtex_broker.nodes.consumer import Consumer
     from filtex_broker.nodes.node import Node
+    from filtex_broker.streams.consumer import StreamConsumer
+
+    AnyConsumer = Consumer | StreamConsumer
 
 __all__ = ["BrokerMetrics"]
 
@@ -46,7 +49,7 @@ class _Tracked:
     __slots__ = ("consumer", "node", "stats", "types")
 
     def __init__(
-        self, consumer: Consumer, stats: FilterStats | None, types: tuple[str, ...]
+        self, consumer: AnyConsumer, stats: FilterStats | None, types: tuple[str, ...]
     ) -> None:
         self.consumer = consumer
         self.node: str = consumer.node.name
@@ -54,7 +57,7 @@ class _Tracked:
         self.types = types
 
 
-def ruled_out(consumer: Consumer) -> int:
+def ruled_out(consumer: AnyConsumer) -> int:
     """Messages filtered out for the consumer without evaluation (``Consumer.ruled_out_now``)."""
     return consumer.ruled_out_now()
 
@@ -98,7 +101,7 @@ class BrokerMetrics:
         self.messages_in: dict[str, int] = {}
         self._lock = threading.Lock()
         self._consumers: dict[int, _Tracked] = {}
-        self._filters: dict[int, tuple[str, FilterStats, Consumer]] = {}
+        self._filters: dict[int, tuple[str, FilterStats, AnyConsumer]] = {}
         """Live filter counters by ``id`` (a durable subscription's outlive its links)."""
         self._retired_out: dict[str, int] = {}
         self._retired_filtered: dict[str, int] = {}
@@ -142,7 +145,7 @@ class BrokerMetrics:
                            self._retired_errors):
                 fold_deleted(counts, name)
 
-    def consumer_attached(self, consumer: Consumer, link_filter: LinkFilter | None) -> None:
+    def consumer_attached(self, consumer: AnyConsumer, link_filter: LinkFilter | None) -> None:
         stats = link_filter.filter_set.stats if link_filter is not None else None
         types = (tuple(sorted({item.type_name for _, item in link_filter.filter_set.items()}))
                  if link_filter is not None else ())
@@ -151,7 +154,7 @@ class BrokerMetrics:
             if stats is not None:
                 self._filters[id(stats)] = (consumer.node.name, stats, consumer)
 
-    def consumer_detached(self, consumer: Consumer, *, filter_kept: bool) -> None:
+    def consumer_detached(self, consumer: AnyConsumer, *, filter_kept: bool) -> None:
         """Fold the link's counts into its node's totals; ``filter_kept``: a durable
         subscription keeps filtering (and counting) without its link."""
         with self._lock:

@@ -39,6 +39,7 @@ from filtex_broker.nodes.node import NodeLimits
 from filtex_broker.nodes.registry import Registry, fold_deleted
 from filtex_broker.security.gate import SecureAcceptor
 from filtex_broker.security.setup import build_gate, reload_users, tls_listeners
+from filtex_broker.streams.node import StreamSettings
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
@@ -118,6 +119,13 @@ class _Deadline(Handler):
         self.broker.force_stop()
 
 
+def _stream_settings(config: BrokerConfig) -> StreamSettings | None:
+    """``--stream``: which addresses are streams, and what each keeps (None: no stream)."""
+    if not config.streams:
+        return None
+    return StreamSettings(config.streams, config.stream_max_bytes, config.stream_max_age)
+
+
 class Broker:
     """An AMQP 1.0 broker serving filtered links through :class:`FiltexPlugin`."""
 
@@ -130,7 +138,7 @@ class Broker:
         """``--max-memory``: what every node's messages cost, and the producers it blocks."""
         self.registry = Registry(
             NodeLimits(config.max_queue_messages, config.max_queue_bytes),
-            config.dead_letter_address, self.budget,
+            config.dead_letter_address, self.budget, streams=_stream_settings(config),
         )
         self.links = LinkManager(config, self.registry, self.plugin)
         self.induced_errors = InducedErrors(

@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Final
 
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
+from filtex_proton.plugin import parse_interval
 
 __all__ = [
-    "DEFAULT_LISTEN", "BrokerConfig", "ByteSize", "ConfigError", "parse_listen", "parse_size",
-    "split_list",
+    "DEFAULT_LISTEN", "BrokerConfig", "ByteSize", "ConfigError", "parse_age", "parse_listen",
+    "parse_size", "split_list",
 ]
 
 DEFAULT_LISTEN: Final = ("127.0.0.1", 5672)
@@ -91,6 +92,12 @@ class BrokerConfig:
     """Index subject, to, group-id and creation-time in the archive (sorted, Bloom filters)."""
     archive_index_buckets: int = 0
     """Split each segment into this many files by the first ``archive_index`` key (0: one)."""
+    streams: tuple[str, ...] = ()
+    """Glob patterns (``fnmatch``, as ``archive_nodes``) of the addresses that are streams."""
+    stream_max_bytes: int = 1 << 30
+    """Per stream: message bytes kept before the oldest segments are dropped."""
+    stream_max_age: float | None = None
+    """Per stream: seconds a segment is kept after its last message arrived (None: no limit)."""
     upstream_ca: str = ""
     """Relay mode, amqps://: PEM file of the CAs trusted for the upstream's certificate."""
     upstream_cert: str = ""
@@ -194,3 +201,26 @@ def parse_size(value: object) -> int:
     if not 0 <= number < float("inf"):  # NaN compares false too
         raise ConfigError(f"{value!r} is not a size in bytes (not negative, finite)")
     return int(number * scale) if isinstance(number, float) else number * scale
+
+
+def parse_age(value: object) -> float | None:
+    """Seconds from ``3600``, ``0.5``, or an age as RabbitMQ writes one (``1h``, ``7D``; units
+    Y M D h m s); None (no limit) from ``0``, ``none`` or an empty value. Raises
+    :class:`ConfigError` naming the value."""
+    if value is None or isinstance(value, bool):
+        seconds: float | None = None if value is None else -1.0
+    elif isinstance(value, int | float):
+        seconds = float(value)
+    else:
+        text = str(value).strip()
+        if text.lower() in ("", "none"):
+            return None
+        interval = parse_interval(text)
+        try:
+            seconds = float(text) if interval is None else float(interval)
+        except ValueError:
+            seconds = -1.0
+    if seconds is not None and not 0 <= seconds < float("inf"):
+        raise ConfigError(f"{value!r} is not an age: seconds (0 or more) or a number and one of "
+                          "the units Y M D h m s, such as 1h or 7D (0 or none: no limit)")
+    return seconds or None

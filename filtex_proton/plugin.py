@@ -34,7 +34,7 @@ from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.validate import InvalidMessageError, validate_message, validate_view
 from filtex_proton.errors import FilterError
 from filtex_proton.filters.base import EvaluationContext
-from filtex_proton.filters.options import OffsetSpec, StreamOptions
+from filtex_proton.filters.options import OffsetSpec, StreamOptions, parse_interval
 from filtex_proton.filters.registry import (
     ALL_CAPABILITIES,
     FILTER_TYPES,
@@ -60,6 +60,7 @@ __all__ = [
     "PluginStats",
     "Refusal",
     "StreamOptions",
+    "parse_interval",
     "unknown_disabled",
     "validate_message",
 ]

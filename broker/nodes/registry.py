@@ -1,7 +1,10 @@
 """The address space: nodes by address, created on first use; durable subscriptions; dead letters.
 
 An address names a queue unless the first link to use it says ``topic`` (the
-Qpid JMS node capability); the kind is fixed at creation. Dynamic nodes get a
+Qpid JMS node capability), or it matches a ``--stream`` pattern: then it is a
+stream, whatever the link asks (a ``topic`` capability included: the operator
+declared it, as RabbitMQ's streams are declared). The kind is fixed at
+creation. Dynamic nodes are never streams. Dynamic nodes get a
 fresh address and are deleted with the link that asked for them. Rejected
 messages go to the dead-letter queue, ignoring its limits: a rejected message
 must never vanish silently.
@@ -13,7 +16,7 @@ import itertools
 import logging
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.entry import Entry
@@ -24,7 +27,7 @@ from filtex_broker.nodes.topic import Topic
 if TYPE_CHECKING:
     from filtex_broker.nodes.topic import Subscription
 
-__all__ = ["DELETED_NODES", "Registry", "fold_deleted"]
+__all__ = ["DELETED_NODES", "Registry", "Streams", "fold_deleted"]
 
 log = logging.getLogger("filtex.broker")
 
@@ -40,11 +43,20 @@ def fold_deleted(counts: dict[str, int], name: str) -> None:
         counts[DELETED_NODES] = counts.get(DELETED_NODES, 0) + count
 
 
+class Streams(Protocol):
+    """Which addresses are streams and how to make one (``--stream``; implemented by
+    ``filtex_broker.streams.node.StreamSettings``, which this package may not import)."""
+
+    def wants(self, address: str) -> bool: ...
+
+    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget) -> Node: ...
+
+
 class Registry:
     """Every node the broker holds, by address."""
 
     def __init__(self, limits: NodeLimits, dead_letter_address: str,
-                 budget: MemoryBudget | None = None) -> None:
+                 budget: MemoryBudget | None = None, *, streams: Streams | None = None) -> None:
         self.limits = limits
         self.budget = budget if budget is not None else MemoryBudget()
         """The broker-wide memory budget every node charges (``--max-memory``; unlimited if
@@ -55,6 +67,8 @@ class Registry:
         """Durable topic subscriptions by (container-id, link name)."""
         self.store: Durability | None = None
         """The durable store (``--data-dir``): new non-dynamic nodes log to it."""
+        self.streams = streams
+        """``--stream``: the addresses created as streams (None: no stream)."""
         self._dynamic = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
         self.on_delete: list[Callable[[str], None]] = []
@@ -63,20 +77,34 @@ class Registry:
     def lookup(self, address: str) -> Node | None:
         return self.nodes.get(address)
 
+    def is_stream(self, address: str) -> bool:
+        """Whether ``address`` is (or would be created as) a stream."""
+        streams = self.streams
+        return streams is not None and streams.wants(address)
+
     def node(self, address: str, *, topic: bool = False, durable: bool = True) -> Node:
-        """The node at ``address``, created (as a topic if asked, else a queue) on first use."""
+        """The node at ``address``, created on first use: a stream if the address matches a
+        ``--stream`` pattern (not for a dynamic node), else a topic if asked, else a queue."""
         node = self.nodes.get(address)
         if node is None:
-            node = (Topic(address, self.limits, self.budget) if topic
-                    else Queue(address, self.limits, budget=self.budget))
-            if durable and self.store is not None:  # a queue logs; a topic, its durable subs
-                if isinstance(node, Queue):
-                    node.journal = self.store.for_queue(address)
-                else:
-                    node.journals = self._subscription_journal
+            node = self._create(address, topic=topic, durable=durable)
             self.nodes[address] = node
             log.info("created %s %r", node.kind, address)
         return node
+
+    def _create(self, address: str, *, topic: bool, durable: bool) -> Node:
+        if durable and self.streams is not None and self.streams.wants(address):
+            return self.streams.make(address, self.limits, self.budget)  # in memory for now
+        store = self.store if durable else None  # a queue logs; a topic, its durable subs
+        if topic:
+            node = Topic(address, self.limits, self.budget)
+            if store is not None:
+                node.journals = self._subscription_journal
+            return node
+        queue = Queue(address, self.limits, budget=self.budget)
+        if store is not None:
+            queue.journal = store.for_queue(address)
+        return queue
 
     def _subscription_journal(self, topic: str, container_id: str, link_name: str) -> Journal:
         assert self.store is not None

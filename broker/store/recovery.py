@@ -65,7 +65,8 @@ def _restore_node(item: Recovered, registry: Registry, plugin: FiltexPlugin) -> 
     if meta.get("kind") == "queue":
         node = registry.node(str(meta["name"]))
         if not isinstance(node, Queue) or node.journal is not item.journal:
-            log.warning("store: %s: the address is a topic now; not restored", describe(meta))
+            log.warning("store: %s: the address is a %s now; not restored", describe(meta),
+                        node.kind)
             return None
         return node
     topic = registry.node(str(meta["topic"]), topic=True)

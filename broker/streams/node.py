@@ -11,6 +11,8 @@ by retention goes on from the oldest offset still held.
 
 from __future__ import annotations
 
+import fnmatch
+from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
@@ -23,11 +25,22 @@ from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 __all__ = ["Reader", "Stream", "StreamSettings"]
 
 
-class StreamSettings(Protocol):
-    """What a stream needs of the broker's settings."""
+@dataclass(frozen=True, slots=True)
+class StreamSettings:
+    """Which addresses are streams (``--stream``) and how much each keeps; the registry asks it
+    of every address it creates a node for."""
 
-    stream_max_bytes: int
-    stream_max_age: float | None
+    patterns: tuple[str, ...]
+    """Globs (``fnmatch``, case-sensitive, as ``--archive-node``)."""
+    max_bytes: int
+    max_age_s: float | None = None
+
+    def wants(self, address: str) -> bool:
+        return any(fnmatch.fnmatchcase(address, pattern) for pattern in self.patterns)
+
+    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget) -> Stream:
+        return Stream(address, limits, budget, max_bytes=self.max_bytes,
+                      max_age_s=self.max_age_s)
 
 
 class Reader(Protocol):
