@@ -43,8 +43,10 @@ def _assert_one_clear_line(result: subprocess.CompletedProcess[str], program: st
     (["--max-message-size", "2 parsecs"], "unknown unit"),
     (["--idle-timeout", "-1"], "must not be negative"),
     (["--data-dir", "README.md/data"], "'README.md' is not a directory"),
+    (["--stream-max-age", "3 weeks"], "stream_max_age: '3 weeks' is not an age"),
+    (["--stream-max-bytes", "1 parsec"], "unknown unit"),
 ], ids=["disable-typo", "disable-unknown", "size-word", "size-unit", "idle-negative",
-        "data-dir-file"])
+        "data-dir-file", "stream-age", "stream-bytes"])
 def test_a_broker_flag_mistake(argv: list[str], says: str) -> None:
     _assert_one_clear_line(_run("-m", "filtex_broker", "--listen", "127.0.0.1:0", *argv),
                            "filtex-broker", says)
