@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from proton import Delivery, Described, symbol, timestamp, ulong
+from proton import Delivery, Described, Link, Message, symbol, timestamp, ulong
+from proton.reactor import AtMostOnce
 
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.amqp.view import Section
@@ -193,3 +194,20 @@ def test_retention_by_bytes_drops_the_oldest(broker_factory: BrokerFactory) -> N
     assert got == [(n, n) for n in range(oldest, 80)]
     assert len(got) * 4096 <= 128 * 1024 + 64 * 1024  # the bound, and the segment being written
     wait_for(lambda: stream_of(running, "events.r").log.first_offset == oldest, "retained")
+
+
+def test_a_presettled_consumer_and_an_anonymous_producer(broker_factory: BrokerFactory) -> None:
+    """At-most-once reading, and a message routed by ``to`` through the anonymous relay (the
+    normal producer path) creates and feeds the stream."""
+    running = stream_broker(broker_factory)
+    connection = connect(running.url)
+    try:
+        sender = connection.create_sender(None)
+        sender.send(Message(address="events.anon", body="a", properties={"n": 0}))
+        receiver = connection.create_receiver(
+            "events.anon", options=[AtMostOnce(), filters({"o": offset_spec("first")})])
+        got = receiver.receive()
+        assert (got.body, got.annotations[symbol("x-stream-offset")]) == ("a", 0)
+        assert receiver.link.remote_snd_settle_mode == Link.SND_SETTLED
+    finally:
+        connection.close()
