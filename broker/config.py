@@ -169,8 +169,8 @@ def _addresses(texts: Iterable[Any]) -> tuple[tuple[str, int], ...]:
 
 
 def _toml_addresses(value: Any) -> tuple[tuple[str, int], ...]:
-    """A TOML ``listen``: one address or a list of them."""
-    return _addresses([value] if isinstance(value, str) else list(value))
+    """A TOML ``listen``: a list of addresses (one string is a list of one: _toml_shape)."""
+    return _addresses(value)
 
 
 def _text_addresses(text: str) -> tuple[tuple[str, int], ...]:
@@ -217,6 +217,28 @@ _STRUCTURED: Final[dict[str, _Structured]] = {
     "archive_index": _Structured("archive_index", _names, _text_names, _names),
 }
 _TOML_STRUCTURED: Final = {entry.setting: entry.from_toml for entry in _STRUCTURED.values()}
+_TOML_SHAPES: Final[dict[str, tuple[bool, str]]] = {
+    "listen": (True, "a HOST:PORT string or a list of them"),
+    "ready_file": (False, "a path (a string)"),
+    "data_dir": (False, "a path (a string)"),
+    "disabled": (True, "a list of filter type or capability names"),
+    "archive_nodes": (True, "a list of address patterns"),
+    "archive_index": (True, "a list of application property keys"),
+}
+"""Per structured setting: whether its TOML value is a list, and what it must be (said in the
+error). A list setting also takes one string, a list of one, so that
+``disabled = "amqp:sql-filter"`` is not read letter by letter."""
+
+
+def _toml_shape(key: str, value: Any, where: str) -> Any:
+    """``value`` in the shape :data:`_TOML_SHAPES` gives ``key``, or a :class:`ConfigError`
+    naming the setting and what it must be."""
+    is_list, shape = _TOML_SHAPES[key]
+    if isinstance(value, str):
+        return [value] if is_list else value
+    if is_list and isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return value
+    raise ConfigError(f"{where}: [broker] {key} must be {shape}, not {value!r}")
 
 
 def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -245,7 +267,7 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 def _toml_setting(key: str, value: Any, where: str) -> Any:
     """The value of ``[broker] key`` in a TOML file."""
     if (read := _TOML_STRUCTURED.get(key)) is not None:
-        return read(value)
+        return read(_toml_shape(key, value, where))
     if key in _SCALARS:
         return _convert(key, _SCALARS[key][0], value, where)
     raise ConfigError(f"{where}: unknown setting [broker] {key}")
