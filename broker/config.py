@@ -168,11 +168,6 @@ def _addresses(texts: Iterable[Any]) -> tuple[tuple[str, int], ...]:
     return tuple(parse_listen(str(text)) for text in texts)
 
 
-def _toml_addresses(value: Any) -> tuple[tuple[str, int], ...]:
-    """A TOML ``listen``: a list of addresses (one string is a list of one: _toml_shape)."""
-    return _addresses(value)
-
-
 def _text_addresses(text: str) -> tuple[tuple[str, int], ...]:
     return _addresses(split_list(text))
 
@@ -203,42 +198,43 @@ class _Structured(NamedTuple):
     from_env: Callable[[str], Any]
     from_flag: Callable[[Any], Any]
     """The flag's value: a list for a repeatable flag."""
+    toml_list: bool
+    """Whether its TOML value is a list of strings (one string is a list of one, so that
+    ``disabled = "amqp:sql-filter"`` is not read letter by letter) or one string."""
+    toml_shape: str
+    """What its TOML value must be, as a config error says it."""
 
 
 # flag (argparse dest) and FILTEX_ variable (upper case) -> the setting and how each source
 # gives it: the sources differ (a TOML list, a comma-separated variable, a repeated flag; an
 # empty FILTEX_READY_FILE is none), which is why these are not scalars.
 _STRUCTURED: Final[dict[str, _Structured]] = {
-    "listen": _Structured("listen", _toml_addresses, _text_addresses, _addresses),
-    "ready_file": _Structured("ready_file", _path, _optional_path, _path),
-    "data_dir": _Structured("data_dir", _optional_path, _optional_path, _optional_path),
-    "disable": _Structured("disabled", _names, _text_names, _names),
-    "archive_nodes": _Structured("archive_nodes", _names, _text_names, _names),
-    "archive_index": _Structured("archive_index", _names, _text_names, _names),
+    "listen": _Structured("listen", _addresses, _text_addresses, _addresses,
+                          True, "a HOST:PORT string or a list of them"),
+    "ready_file": _Structured("ready_file", _path, _optional_path, _path,
+                              False, "a path (a string)"),
+    "data_dir": _Structured("data_dir", _optional_path, _optional_path, _optional_path,
+                            False, "a path (a string)"),
+    "disable": _Structured("disabled", _names, _text_names, _names,
+                           True, "a list of filter type or capability names"),
+    "archive_nodes": _Structured("archive_nodes", _names, _text_names, _names,
+                                 True, "a list of address patterns"),
+    "archive_index": _Structured("archive_index", _names, _text_names, _names,
+                                 True, "a list of application property keys"),
 }
-_TOML_STRUCTURED: Final = {entry.setting: entry.from_toml for entry in _STRUCTURED.values()}
-_TOML_SHAPES: Final[dict[str, tuple[bool, str]]] = {
-    "listen": (True, "a HOST:PORT string or a list of them"),
-    "ready_file": (False, "a path (a string)"),
-    "data_dir": (False, "a path (a string)"),
-    "disabled": (True, "a list of filter type or capability names"),
-    "archive_nodes": (True, "a list of address patterns"),
-    "archive_index": (True, "a list of application property keys"),
-}
-"""Per structured setting: whether its TOML value is a list, and what it must be (said in the
-error). A list setting also takes one string, a list of one, so that
-``disabled = "amqp:sql-filter"`` is not read letter by letter."""
+_TOML_STRUCTURED: Final = {entry.setting: entry for entry in _STRUCTURED.values()}
 
 
-def _toml_shape(key: str, value: Any, where: str) -> Any:
-    """``value`` in the shape :data:`_TOML_SHAPES` gives ``key``, or a :class:`ConfigError`
+def _toml_shaped(entry: _Structured, value: Any, where: str) -> Any:
+    """``value`` in the shape ``entry`` says its TOML value has, or a :class:`ConfigError`
     naming the setting and what it must be."""
-    is_list, shape = _TOML_SHAPES[key]
     if isinstance(value, str):
-        return [value] if is_list else value
-    if is_list and isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return [value] if entry.toml_list else value
+    if entry.toml_list and isinstance(value, list) \
+            and all(isinstance(item, str) for item in value):
         return value
-    raise ConfigError(f"{where}: [broker] {key} must be {shape}, not {value!r}")
+    raise ConfigError(f"{where}: [broker] {entry.setting} must be {entry.toml_shape}, "
+                      f"not {value!r}")
 
 
 def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -266,8 +262,8 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _toml_setting(key: str, value: Any, where: str) -> Any:
     """The value of ``[broker] key`` in a TOML file."""
-    if (read := _TOML_STRUCTURED.get(key)) is not None:
-        return read(_toml_shape(key, value, where))
+    if (entry := _TOML_STRUCTURED.get(key)) is not None:
+        return entry.from_toml(_toml_shaped(entry, value, where))
     if key in _SCALARS:
         return _convert(key, _SCALARS[key][0], value, where)
     raise ConfigError(f"{where}: unknown setting [broker] {key}")
