@@ -9,7 +9,6 @@ exposed under their own names in all three sources.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,7 +16,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from filtex_broker.error_rate import ACTIONS
+from filtex_broker.config_checks import validate
 from filtex_broker.settings import (
     DEFAULT_LISTEN,
     BrokerConfig,
@@ -28,7 +27,6 @@ from filtex_broker.settings import (
     split_list,
 )
 from filtex_proton.limits import DEFAULT_LIMITS, Limits
-from filtex_proton.plugin import unknown_disabled
 
 __all__ = [
     "DEFAULT_LISTEN", "BrokerConfig", "ConfigError", "build_parser", "load_config", "parse_listen",
@@ -174,11 +172,6 @@ def _addresses(texts: Iterable[Any]) -> tuple[tuple[str, int], ...]:
     return tuple(parse_listen(str(text)) for text in texts)
 
 
-def _toml_addresses(value: Any) -> tuple[tuple[str, int], ...]:
-    """A TOML ``listen``: one address or a list of them."""
-    return _addresses([value] if isinstance(value, str) else list(value))
-
-
 def _text_addresses(text: str) -> tuple[tuple[str, int], ...]:
     return _addresses(split_list(text))
 
@@ -216,22 +209,49 @@ class _Structured(NamedTuple):
     from_env: Callable[[str], Any]
     from_flag: Callable[[Any], Any]
     """The flag's value: a list for a repeatable flag."""
+    toml_list: bool
+    """Whether its TOML value is a list of strings (one string is a list of one, so that
+    ``disabled = "amqp:sql-filter"`` is not read letter by letter) or one string."""
+    toml_shape: str | None
+    """What its TOML value must be, as a config error says it; None when its reader checks
+    any TOML value itself (an age is a number or a string)."""
 
 
 # flag (argparse dest) and FILTEX_ variable (upper case) -> the setting and how each source
 # gives it: the sources differ (a TOML list, a comma-separated variable, a repeated flag; an
 # empty FILTEX_READY_FILE is none), which is why these are not scalars.
 _STRUCTURED: Final[dict[str, _Structured]] = {
-    "listen": _Structured("listen", _toml_addresses, _text_addresses, _addresses),
-    "ready_file": _Structured("ready_file", _path, _optional_path, _path),
-    "data_dir": _Structured("data_dir", _optional_path, _optional_path, _optional_path),
-    "disable": _Structured("disabled", _names, _text_names, _names),
-    "archive_nodes": _Structured("archive_nodes", _names, _text_names, _names),
-    "archive_index": _Structured("archive_index", _names, _text_names, _names),
-    "streams": _Structured("streams", _names, _text_names, _names),
-    "stream_max_age": _Structured("stream_max_age", _age, _age, _age),
+    "listen": _Structured("listen", _addresses, _text_addresses, _addresses,
+                          True, "a HOST:PORT string or a list of them"),
+    "ready_file": _Structured("ready_file", _path, _optional_path, _path,
+                              False, "a path (a string)"),
+    "data_dir": _Structured("data_dir", _optional_path, _optional_path, _optional_path,
+                            False, "a path (a string)"),
+    "disable": _Structured("disabled", _names, _text_names, _names,
+                           True, "a list of filter type or capability names"),
+    "archive_nodes": _Structured("archive_nodes", _names, _text_names, _names,
+                                 True, "a list of address patterns"),
+    "archive_index": _Structured("archive_index", _names, _text_names, _names,
+                                 True, "a list of application property keys"),
+    "streams": _Structured("streams", _names, _text_names, _names,
+                           True, "a list of address patterns"),
+    "stream_max_age": _Structured("stream_max_age", _age, _age, _age, False, None),
 }
-_TOML_STRUCTURED: Final = {entry.setting: entry.from_toml for entry in _STRUCTURED.values()}
+_TOML_STRUCTURED: Final = {entry.setting: entry for entry in _STRUCTURED.values()}
+
+
+def _toml_shaped(entry: _Structured, value: Any, where: str) -> Any:
+    """``value`` in the shape ``entry`` says its TOML value has, or a :class:`ConfigError`
+    naming the setting and what it must be."""
+    if entry.toml_shape is None:
+        return value
+    if isinstance(value, str):
+        return [value] if entry.toml_list else value
+    if entry.toml_list and isinstance(value, list) \
+            and all(isinstance(item, str) for item in value):
+        return value
+    raise ConfigError(f"{where}: [broker] {entry.setting} must be {entry.toml_shape}, "
+                      f"not {value!r}")
 
 
 def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -259,8 +279,8 @@ def _from_toml(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _toml_setting(key: str, value: Any, where: str) -> Any:
     """The value of ``[broker] key`` in a TOML file."""
-    if (read := _TOML_STRUCTURED.get(key)) is not None:
-        return read(value)
+    if (entry := _TOML_STRUCTURED.get(key)) is not None:
+        return entry.from_toml(_toml_shaped(entry, value, where))
     if key in _SCALARS:
         return _convert(key, _SCALARS[key][0], value, where)
     raise ConfigError(f"{where}: unknown setting [broker] {key}")
@@ -398,178 +418,8 @@ def load_config(
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     config = BrokerConfig(**settings)
-    _validate(config)
+    validate(config)
     return config
-
-
-def _validate(config: BrokerConfig) -> None:
-    """Raise :class:`ConfigError` for the first problem :data:`_CHECKS` finds."""
-    for check in _CHECKS:
-        check(config)
-
-
-_AT_LEAST_ONE: Final = ("credit_window", "max_queue_messages", "max_queue_bytes",
-                        "archive_max_pending_bytes", "upstream_held", "stream_max_bytes")
-_MODES: Final[dict[str, tuple[str, ...]]] = {
-    "upstream_selector": ("auto", "always", "never"),
-    "event_loop": ("auto", "fast", "stock"),
-    "upstream_non_match": ("auto", "modified", "hold"),
-}
-"""Settings that name one of a few modes -> the modes."""
-_IDLE_TIMEOUTS: Final = ("idle_timeout", "upstream_idle_timeout")
-
-
-def _either(choices: Sequence[str]) -> str:
-    """``("a", "b", "c")`` -> ``a, b or c``."""
-    return f"{', '.join(choices[:-1])} or {choices[-1]}"
-
-
-def _check_counts(config: BrokerConfig) -> None:
-    """Something to listen on, and room for at least one of everything that is counted."""
-    if not config.listen:
-        raise ConfigError("at least one --listen address is needed")
-    for name in _AT_LEAST_ONE:
-        if getattr(config, name) < 1:
-            raise ConfigError(f"{name} must be at least 1")
-
-
-def _check_modes(config: BrokerConfig) -> None:
-    for name, modes in _MODES.items():
-        value = getattr(config, name)
-        if value not in modes:
-            raise ConfigError(f"{name} {value!r} is not {_either(modes)}")
-
-
-def _check_upstream(config: BrokerConfig) -> None:
-    """Relay mode: an AMQP url, and TLS files that fit it."""
-    if config.upstream and not config.upstream.startswith(("amqp://", "amqps://")):
-        raise ConfigError(f"upstream {config.upstream!r} is not an amqp://HOST:PORT url")
-    _validate_upstream_tls(config)
-
-
-def _check_disabled(config: BrokerConfig) -> None:
-    """Only filter types and families the plugin knows can be switched off (a typo would
-    leave on what the operator meant to switch off)."""
-    why = unknown_disabled(config.disabled)
-    if why is not None:
-        raise ConfigError(f"disable: {why}")
-
-
-def _check_evaluation_error_action(config: BrokerConfig) -> None:
-    if config.evaluation_error_action not in ACTIONS:
-        raise ConfigError(f"evaluation_error_action {config.evaluation_error_action!r} is not "
-                          f"{_either(ACTIONS)}")
-
-
-def _check_idle_timeouts(config: BrokerConfig) -> None:
-    """Seconds that Proton can time (it counts in hundredths)."""
-    for name in _IDLE_TIMEOUTS:
-        seconds = getattr(config, name)
-        if not 0 <= seconds < float("inf"):
-            raise ConfigError(f"{name} must be a number of seconds, 0 or more (0: never), "
-                              f"not {seconds!r}")
-        if 0 < seconds < 0.01:
-            raise ConfigError(f"{name} {seconds!r} is below Proton's resolution (0.01 s)")
-
-
-def _check_evaluation_error_interval(config: BrokerConfig) -> None:
-    if config.evaluation_error_interval <= 0:
-        raise ConfigError("evaluation_error_interval must be positive")
-
-
-def _check_services(config: BrokerConfig) -> None:
-    """The metrics and the console: an address, and what they need installed or configured."""
-    if config.metrics:
-        parse_listen(config.metrics)
-        if importlib.util.find_spec("prometheus_client") is None:
-            raise ConfigError("metrics need prometheus-client: "
-                              "pip install 'filtex-proton[metrics]'")
-    if config.console:
-        from filtex_broker.console.rules import validate_console
-
-        validate_console(config)
-
-
-def _check_archive(config: BrokerConfig) -> None:
-    """The archive needs pyarrow, and its other settings need the archive (and each other)."""
-    if config.archive and importlib.util.find_spec("pyarrow") is None:
-        raise ConfigError("archive needs pyarrow: pip install 'filtex-proton[spark]'")
-    if config.archive_nodes and not config.archive:
-        raise ConfigError("archive_nodes needs archive (the directory to archive to)")
-    if config.archive_index and not config.archive:
-        raise ConfigError("archive_index needs archive (the directory to archive to)")
-    if config.archive_index_buckets and not config.archive_index:
-        raise ConfigError("archive_index_buckets needs archive_index (the key to bucket by)")
-    if "" in config.archive_index or len(set(config.archive_index)) != len(config.archive_index):
-        raise ConfigError(f"archive_index: application property keys must be distinct and "
-                          f"non-empty, not {list(config.archive_index)}")
-
-
-def _check_data_dir(config: BrokerConfig) -> None:
-    if config.data_dir is not None:
-        _validate_data_dir(config.data_dir)
-
-
-def _check_relay_keeps_nothing(config: BrokerConfig) -> None:
-    """A relay holds no nodes: storing or archiving them is the upstream broker's job."""
-    if config.data_dir is not None and config.upstream:
-        raise ConfigError("data_dir: a relay (upstream) holds no nodes to store; use --data-dir "
-                          "on the upstream broker")
-    if config.streams and config.upstream:
-        raise ConfigError("streams: a relay (upstream) holds no nodes, so no streams; declare "
-                          "them on the upstream broker")
-    if config.archive and config.upstream:
-        raise ConfigError("archive: a relay (upstream) holds no nodes to archive; archive on "
-                          "the upstream broker")
-
-
-def _check_log_level(config: BrokerConfig) -> None:
-    if config.log_level.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
-        raise ConfigError(f"log_level {config.log_level!r} is not a logging level")
-
-
-def _check_security(config: BrokerConfig) -> None:
-    from filtex_broker.security.setup import validate_security  # imports this module
-
-    validate_security(config)
-
-
-_CHECKS: Final[tuple[Callable[[BrokerConfig], None], ...]] = (
-    _check_counts, _check_modes, _check_upstream, _check_disabled,
-    _check_evaluation_error_action, _check_idle_timeouts, _check_evaluation_error_interval,
-    _check_services, _check_archive, _check_data_dir, _check_relay_keeps_nothing,
-    _check_log_level, _check_security,
-)
-"""What :func:`_validate` checks, in order: when several settings are wrong, the operator is
-told of the first."""
-
-
-def _validate_data_dir(path: Path) -> None:
-    """The data directory, or the nearest existing folder above it, must be a directory this
-    process can write in (the store creates what is missing)."""
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"data_dir {str(path)!r}: {str(existing)!r} is not a directory")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise ConfigError(f"data_dir {str(path)!r}: no permission to write in {str(existing)!r}")
-
-
-def _validate_upstream_tls(config: BrokerConfig) -> None:
-    """TLS files only make sense with amqps://, must be readable, and come as cert + key."""
-    files = {name: getattr(config, name) for name in ("upstream_ca", "upstream_cert",
-                                                      "upstream_key")}
-    given = [name for name, path in files.items() if path]
-    if given and not config.upstream.startswith("amqps://"):
-        raise ConfigError(f"{', '.join(given)} need an amqps:// upstream, not "
-                          f"{config.upstream or 'none'!r}")
-    if bool(config.upstream_cert) != bool(config.upstream_key):
-        raise ConfigError("upstream_cert and upstream_key go together (a client certificate "
-                          "needs its private key)")
-    for name in given:
-        if not (os.path.isfile(files[name]) and os.access(files[name], os.R_OK)):
-            raise ConfigError(f"{name} {files[name]!r} is not a readable file")
 
 
 def describe(config: BrokerConfig) -> str:

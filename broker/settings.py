@@ -52,7 +52,6 @@ class BrokerConfig:
     """Broker-wide: bytes the held messages may cost (accounted as docs/BROKER.md says) before
     no producer gets credit; 0: a share of the machine's or the cgroup's memory
     (``filtex_broker.memory.default_max_memory``)."""
-    """Advertised on producer links; larger messages are rejected."""
     dead_letter_address: str = "DLQ"
     """Where rejected messages go; empty disables it (they are then logged and dropped)."""
     shutdown_grace: float = 5.0

@@ -26,6 +26,19 @@ CODE_FOLDERS = ("filtex_proton", "broker", "bench", "examples")
 """Where no module may import another module's private names (tests may: they test them)."""
 
 
+def _python_files(*folders: str | Path) -> list[Path]:
+    """The Python files under ``folders`` (relative to the repository), in a stable order,
+    without the interop clients' vendored ``node_modules``."""
+    return [path for folder in folders for path in sorted((ROOT / folder).rglob("*.py"))
+            if "node_modules" not in path.parts]
+
+
+def _imports(path: Path) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of a module, at any depth (a function's lazy imports too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Import | ast.ImportFrom)]
+
+
 def test_every_test_folder_is_a_package() -> None:
     folders = {path.parent for path in TESTS.rglob("*.py") if "node_modules" not in path.parts}
     missing = sorted(str(f.relative_to(ROOT)) for f in folders if not (f / "__init__.py").exists())
@@ -50,18 +63,13 @@ def test_the_broker_is_imported_as_filtex_broker_only() -> None:
     name (two module objects, two sets of globals)."""
     link = ROOT / "filtex_broker"
     assert link.is_symlink() and link.resolve() == (ROOT / "broker").resolve()
-    folders = [*CODE_FOLDERS, "tests", "fuzz", "upstreams"]
     offenders = []
-    for path in (p for folder in folders for p in sorted((ROOT / folder).rglob("*.py"))):
-        if "node_modules" in path.parts:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0:
-                names = [node.module or ""]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
+    for path in _python_files(*CODE_FOLDERS, "tests", "fuzz", "upstreams"):
+        for node in _imports(path):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else []
             else:
-                continue
+                names = [alias.name for alias in node.names]
             if any(name.split(".")[0] == "broker" for name in names):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == [], offenders
@@ -92,7 +100,7 @@ def _private_imports(path: Path, ours: set[str]) -> list[str]:
     """``from x import _y`` lines where ``x`` is one of our modules (relative, or under a
     name in ``ours``); a dependency's internals are wrapped on purpose, with a start-up check."""
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in _imports(path):
         if not isinstance(node, ast.ImportFrom):
             continue
         module = "." * node.level + (node.module or "")
@@ -110,9 +118,8 @@ were). Test modules are not held to it: a conformance table is long by nature.""
 
 
 def test_no_module_is_over_its_length() -> None:
-    folders = (*CODE_FOLDERS, "upstreams", "fuzz")
     long = [f"{path.relative_to(ROOT)}: {n} lines"
-            for path in sorted(p for folder in folders for p in (ROOT / folder).rglob("*.py"))
+            for path in _python_files(*CODE_FOLDERS, "upstreams", "fuzz")
             if (n := len(path.read_text(encoding="utf-8").splitlines())) > MODULE_LINES]
     assert long == [], long
 
@@ -120,7 +127,7 @@ def test_no_module_is_over_its_length() -> None:
 def test_no_module_imports_another_modules_private_names() -> None:
     """A private name is free to change with its module; one imported elsewhere is an API
     nobody documented. Make it public (named and documented) or keep it where it is used."""
-    files = [path for folder in CODE_FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))]
+    files = _python_files(*CODE_FOLDERS)
     ours = PRODUCT_PACKAGES | set(CODE_FOLDERS) | {
         path.stem for path in files if path.parent.name in ("bench", "examples")}
     violations = [line for path in files for line in _private_imports(path, ours)]
@@ -131,15 +138,13 @@ def test_no_test_module_imports_another() -> None:
     """What tests share lives in helper modules (``*_clients.py``, ``*_support.py``, cases):
     importing a test module would also collect, and couple, its tests."""
     offenders = []
-    for path in TESTS.rglob("test_*.py"):
-        if "node_modules" in path.parts:
+    for path in _python_files(TESTS):
+        if not path.name.startswith("test_"):
             continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names: list[str] = []
+        for node in _imports(path):
+            names = [alias.name for alias in node.names]
             if isinstance(node, ast.ImportFrom):
-                names = [node.module or "", *(alias.name for alias in node.names)]
-            elif isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
+                names.append(node.module or "")
             if any(part.startswith("test_") for name in names for part in name.split(".")):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == [], offenders

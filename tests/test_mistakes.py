@@ -52,6 +52,13 @@ def test_a_broker_flag_mistake(argv: list[str], says: str) -> None:
                            "filtex-broker", says)
 
 
+def test_a_config_file_value_of_the_wrong_type(tmp_path: Path) -> None:
+    toml = tmp_path / "broker.toml"
+    toml.write_text("[broker]\nlisten = 5672\n")
+    _assert_one_clear_line(_run("-m", "filtex_broker", "--config", str(toml)), "filtex-broker",
+                           "[broker] listen must be a HOST:PORT string or a list of them")
+
+
 def test_a_second_broker_on_one_data_dir_says_so_first(tmp_path: Path) -> None:
     """The error is the last word, with nothing before it that reads like a normal stop."""
     ready = tmp_path / "ready"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proton import (
     Condition,
@@ -44,11 +44,6 @@ from filtex_proton.plugin import (
     FilterMessage,
     LinkFilter,
 )
-
-if TYPE_CHECKING:
-
-
-    pass
 
 __all__ = ["RelayConsumer"]
 

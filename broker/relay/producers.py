@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from proton import (
     Condition,
@@ -43,11 +43,6 @@ from filtex_proton.plugin import (
     FilterMessage,
     InvalidMessageError,
 )
-
-if TYPE_CHECKING:
-
-
-    pass
 
 __all__ = ["RelayProducer"]
 

@@ -300,6 +300,32 @@ def test_unknown_toml_keys_are_errors(tmp_path: Path) -> None:
         load_config(["--config", str(toml)], env={})
 
 
+@pytest.mark.parametrize(("line", "says"), [
+    ("listen = 5672", "[broker] listen must be a HOST:PORT string or a list of them, not 5672"),
+    ('listen = ["127.0.0.1:0", 5]', "listen must be a HOST:PORT string or a list of them"),
+    ("data_dir = 3", "[broker] data_dir must be a path (a string), not 3"),
+    ("ready_file = []", "[broker] ready_file must be a path (a string)"),
+    ("archive_nodes = { a = 1 }", "archive_nodes must be a list of address patterns"),
+    ("disabled = [1]", "disabled must be a list of filter type or capability names"),
+], ids=["listen-number", "listen-list-with-number", "data-dir-number", "ready-file-list",
+        "archive-nodes-table", "disabled-numbers"])
+def test_a_toml_value_of_the_wrong_type_is_a_config_error(tmp_path: Path, line: str,
+                                                         says: str) -> None:
+    toml = tmp_path / "b.toml"
+    toml.write_text(f"[broker]\n{line}\n")
+    with pytest.raises(ConfigError) as raised:
+        load_config(["--config", str(toml)], env={})
+    assert says in str(raised.value) and str(toml) in str(raised.value)
+
+
+def test_a_toml_list_setting_takes_one_string_as_a_list_of_one(tmp_path: Path) -> None:
+    toml = tmp_path / "b.toml"
+    toml.write_text('[broker]\nlisten = "127.0.0.1:0"\ndisabled = "amqp:sql-filter"\n')
+    config = load_config(["--config", str(toml)], env={})
+    assert config.listen == (("127.0.0.1", 0),)
+    assert config.disabled == ("amqp:sql-filter",)
+
+
 def test_parse_listen_accepts_ipv6_brackets() -> None:
     assert parse_listen("[::1]:5672") == ("::1", 5672)
 
