@@ -1,8 +1,12 @@
 """A stream's log in memory: segments of messages by offset, retention by bytes and by age.
 
 Each segment holds consecutive offsets (its first offset, the arrival time in milliseconds and
-the bytes of each message, and where it came from for no-local), its byte count and its first and
-last arrival time. Retention drops whole segments, oldest first: by bytes (``max_bytes``), by age
+the bytes of each message, and where it came from for no-local), its byte count, its first and
+last arrival time and a summary of the fields its stream tracks (a
+:class:`~filtex_proton.matcher.BatchSummary`: the values readers' filters pin, and
+``x-stream-filter-value``), which lets a reader skip a segment its filter cannot match.
+
+Retention drops whole segments, oldest first: by bytes (``max_bytes``), by age
 (``max_age_s``) and, since a producer must never be stalled by a stream's size, whenever the
 broker's memory budget is blocked (the stream gives back its oldest segments until the budget
 has room or only the segment being written is left). Every message is charged to the budget when
@@ -13,11 +17,13 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
 from filtex_broker.nodes.budget import MemoryBudget, bytes_cost
+from filtex_proton.matcher import STREAM_FILTER_FIELD, BatchSummary, FieldRef
+from filtex_proton.plugin import FilterMessage
 
 __all__ = ["PER_RECORD", "Segment", "StreamLog", "segment_bytes"]
 
@@ -45,6 +51,8 @@ class Segment:
     """The message bytes it holds."""
     cost: int = 0
     """What it is charged to the memory budget."""
+    summary: BatchSummary = field(default_factory=BatchSummary)
+    """The tracked fields' values in its messages (the fields tracked when it started)."""
 
     @property
     def next(self) -> int:
@@ -80,6 +88,14 @@ class StreamLog:
         self.next_offset = 0
         """The offset the next message gets."""
         self.dropped_segments = 0
+        self.tracked: frozenset[FieldRef] = frozenset({STREAM_FILTER_FIELD})
+        """The fields new segments summarise: ``x-stream-filter-value`` and every field a
+        reader's filter has pinned (:meth:`track`)."""
+
+    def track(self, refs: Iterable[FieldRef]) -> None:
+        """Summarise these fields too, from the next segment on (a segment's summary has the
+        fields it started with: one without a field rules nothing out on it)."""
+        self.tracked = self.tracked | frozenset(refs)
 
     @property
     def first_offset(self) -> int:
@@ -91,13 +107,15 @@ class StreamLog:
 
     # -- writing -------------------------------------------------------------------
 
-    def append(self, data: bytes, origin: Hashable | None = None) -> int:
-        """Store one message; returns its offset. Never refuses: retention makes room."""
+    def append(self, data: bytes, origin: Hashable | None = None,
+               message: FilterMessage | None = None) -> int:
+        """Store one message (``message``: the same, with the view the broker already read);
+        returns its offset. Never refuses: retention makes room."""
         now = self.clock()
         segments = self.segments
         segment = segments[-1] if segments else None
         if segment is None or segment.size >= self.segment_bytes:
-            segment = Segment(self.next_offset)
+            segment = Segment(self.next_offset, summary=BatchSummary(self.tracked))
             segments.append(segment)
         elif now < segment.last_time:
             now = segment.last_time  # arrival times never go back (a clock step)
@@ -106,6 +124,7 @@ class StreamLog:
         segment.times.append(now)
         segment.datas.append(data)
         segment.origins.append(origin)
+        segment.summary.add((message or FilterMessage(data)).view)
         segment.size += len(data)
         segment.cost += cost
         self.size += len(data)
@@ -141,15 +160,23 @@ class StreamLog:
 
     # -- reading -------------------------------------------------------------------
 
+    def segment_index(self, offset: int) -> int:
+        """The index in :attr:`segments` of the segment holding ``offset`` (``len(segments)``
+        at or past the end; 0 before the oldest offset held)."""
+        segments = self.segments
+        if not segments or offset < segments[0].first:
+            return 0
+        if offset >= self.next_offset:
+            return len(segments)
+        if offset >= segments[-1].first:
+            return len(segments) - 1
+        return bisect.bisect_right(segments, offset, key=lambda s: s.first) - 1
+
     def _segment_of(self, offset: int) -> Segment | None:
         segments = self.segments
         if not segments or offset < segments[0].first or offset >= self.next_offset:
             return None
-        last = segments[-1]
-        if offset >= last.first:
-            return last
-        index = bisect.bisect_right(segments, offset, key=lambda s: s.first) - 1
-        return segments[index]
+        return segments[self.segment_index(offset)]
 
     def read(self, offset: int) -> tuple[bytes, Hashable | None] | None:
         """The message at ``offset`` and its origin; None if it is not held."""

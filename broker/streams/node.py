@@ -4,6 +4,8 @@ Reading removes nothing. A reader (a consumer link) has a position, the next off
 chosen at attach from its offset spec; with credit it walks forward, skipping (not removing) the
 messages its filter set does not match, and is sent a copy of each match with
 ``x-stream-offset`` in its message annotations. A reader at the end waits; a publish wakes it.
+A segment whose summary rules out the reader's filter (what it requires of a message, as the
+node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed over unread.
 Outcomes change nothing in the log and nothing is redelivered (as RabbitMQ's streams: a consumer
 that wants a message again attaches again from its offset). A reader whose position was dropped
 by retention goes on from the oldest offset still held.
@@ -13,16 +15,21 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import ClassVar, Final, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.entry import Entry
 from filtex_broker.nodes.node import Node, NodeLimits
 from filtex_broker.streams.annotate import with_offset
 from filtex_broker.streams.log import StreamLog
+from filtex_proton.matcher import ALWAYS, Condition, decompose, tracked_fields
 from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 
-__all__ = ["Reader", "Stream", "StreamSettings"]
+__all__ = ["MAX_TRACKED", "Reader", "Stream", "StreamSettings"]
+
+MAX_TRACKED: Final = 32
+"""Fields a stream's segments summarise at most (each costs a read per message appended);
+a reader's fields beyond are not summarised, and its filter then skips fewer segments."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +51,8 @@ class StreamSettings:
 
 
 class Reader(Protocol):
-    """A consumer of a stream, as the node sees it."""
+    """A consumer of a stream, as the node sees it (hashed by identity: the stream keys what it
+    knows of each reader by the reader)."""
 
     position: int
     credit: int
@@ -64,14 +72,17 @@ class Stream(Node):
                  max_bytes: int, max_age_s: float | None = None) -> None:
         super().__init__(name, limits)
         self.log = StreamLog(max_bytes, max_age_s, budget)
-        self.readers: list[Reader] = []
+        self.readers: dict[Reader, Condition] = {}
+        """Each reader and what its filter requires of a message (the segments' test)."""
         self.delivered = 0
+        self.skipped = 0
+        """Messages readers passed over unread, in segments their summaries ruled out."""
 
     def has_room(self) -> bool:
         return True  # retention makes room: a stream never stalls its producers
 
     def publish(self, message: FilterMessage) -> None:
-        self.log.append(message.data, message.origin)
+        self.log.append(message.data, message.origin, message)
         for reader in self.readers:
             if reader.credit > 0:
                 self.dispatch_to(reader)
@@ -106,27 +117,49 @@ class Stream(Node):
         return log.offset_at(now - spec.value * 1000)
 
     def add_reader(self, reader: Reader) -> None:
-        self.readers.append(reader)
+        """Read for ``reader`` from now on; the fields its filter pins are summarised in the
+        segments started from now on (up to :data:`MAX_TRACKED` fields per stream)."""
+        link_filter = reader.filter
+        condition = ALWAYS if link_filter is None else decompose(link_filter.filter_set)
+        self.readers[reader] = condition
+        log = self.log
+        room = MAX_TRACKED - len(log.tracked)
+        new = sorted(tracked_fields(condition) - log.tracked, key=repr)[:max(room, 0)]
+        if new:
+            log.track(new)
 
     def remove_reader(self, reader: Reader) -> None:
-        if reader in self.readers:
-            self.readers.remove(reader)
+        self.readers.pop(reader, None)
 
     def dispatch_to(self, reader: Reader) -> int:
         """Send the reader what it matches from its position while it has credit; returns how
         many were sent. At the end it waits for the next publish."""
         log = self.log
-        sent = 0
+        segments = log.segments
         position = max(reader.position, log.first_offset)
+        index = log.segment_index(position)
         link_filter = reader.filter
-        while reader.credit > 0 and position < log.next_offset:
-            found = log.read(position)
-            assert found is not None
-            data, origin = found
-            if link_filter is None or link_filter.matches(FilterMessage(data, origin)):
-                reader.deliver(with_offset(data, position))
-                sent += 1
-            position += 1
+        condition = self.readers.get(reader, ALWAYS)
+        sent = 0
+        while reader.credit > 0 and index < len(segments):
+            segment = segments[index]
+            index += 1
+            if link_filter is not None and not segment.summary.may_match(condition):
+                self.skipped += segment.next - position
+                position = segment.next
+                continue
+            first, datas, origins = segment.first, segment.datas, segment.origins
+            at, stop = position - first, len(datas)
+            while at < stop:
+                data = datas[at]
+                if link_filter is None or link_filter.matches(FilterMessage(data, origins[at])):
+                    reader.deliver(with_offset(data, first + at))
+                    sent += 1
+                    if reader.credit <= 0:
+                        at += 1
+                        break
+                at += 1
+            position = first + at
         reader.position = position
         self.delivered += sent
         return sent

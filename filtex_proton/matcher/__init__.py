@@ -33,11 +33,13 @@ from filtex_proton.matcher.atoms import (
     holds,
     value_key,
 )
-from filtex_proton.matcher.decompose import decompose
+from filtex_proton.matcher.decompose import STREAM_FILTER_FIELD, decompose
 from filtex_proton.matcher.index import MatcherStats, NodeMatch, NodeMatcher, Verdict, verdict
+from filtex_proton.matcher.summary import BatchSummary, tracked_fields
 
 __all__ = [
-    "ALWAYS", "NEVER", "Arrival", "Atom", "Condition", "FieldEquals", "FieldExists",
-    "FieldNotNull", "FieldNull", "FieldPrefix", "FieldRange", "FieldRef", "MatcherStats",
-    "NodeMatch", "NodeMatcher", "Verdict", "decompose", "holds", "value_key", "verdict",
+    "ALWAYS", "NEVER", "STREAM_FILTER_FIELD", "Arrival", "Atom", "BatchSummary", "Condition",
+    "FieldEquals", "FieldExists", "FieldNotNull", "FieldNull", "FieldPrefix", "FieldRange",
+    "FieldRef", "MatcherStats", "NodeMatch", "NodeMatcher", "Verdict", "decompose", "holds",
+    "tracked_fields", "value_key", "verdict",
 ]

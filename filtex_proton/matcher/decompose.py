@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from filtex_proton.sql import Dialect
     from filtex_proton.sql import ast as sql_ast
 
-__all__ = ["MAX_DISJUNCTS", "decided_by_index", "decompose"]
+__all__ = ["MAX_DISJUNCTS", "STREAM_FILTER_FIELD", "decided_by_index", "decompose"]
 
 #: How many alternatives (disjuncts) one set may index as; beyond, fewer atoms are kept.
 MAX_DISJUNCTS: Final = 16
@@ -132,15 +132,17 @@ class _Decomposer(FamilyVisitor[Condition]):
         # The annotation equals one of the values (string = symbol, as value_key keys them);
         # with match-unfiltered, or it is absent or null.
         keys = frozenset(("s", value) for value in item.values)
-        equal: Condition = ((FieldEquals(_FILTER_VALUE, keys),),)
-        return _or([equal, ((FieldNull(_FILTER_VALUE),),)]) if item.match_unfiltered else equal
+        equal: Condition = ((FieldEquals(STREAM_FILTER_FIELD, keys),),)
+        unfiltered: Condition = ((FieldNull(STREAM_FILTER_FIELD),),)
+        return _or([equal, unfiltered]) if item.match_unfiltered else equal
 
 
 _DECOMPOSER: Final = _Decomposer()
 
 
 _SUBJECT: Final = FieldRef(Section.PROPERTIES, "subject")
-_FILTER_VALUE: Final = FieldRef(Section.MESSAGE_ANNOTATIONS, FILTER_VALUE)
+STREAM_FILTER_FIELD: Final = FieldRef(Section.MESSAGE_ANNOTATIONS, FILTER_VALUE)
+"""RabbitMQ's ``x-stream-filter-value`` annotation, as ``rabbitmq:stream-filter`` reads it."""
 
 
 def _topic(item: TopicBinding) -> Condition:
