@@ -124,7 +124,7 @@ class StreamLog:
         segment.times.append(now)
         segment.datas.append(data)
         segment.origins.append(origin)
-        segment.summary.add((message or FilterMessage(data)).view)
+        segment.summary.add(message or FilterMessage(data))
         segment.size += len(data)
         segment.cost += cost
         self.size += len(data)

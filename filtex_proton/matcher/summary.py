@@ -24,7 +24,7 @@ from proton import Described
 
 from filtex_proton.amqp.decode import decode_value
 from filtex_proton.amqp.encode import encode_value
-from filtex_proton.amqp.view import MISSING, MessageView, Section
+from filtex_proton.amqp.view import MISSING, Section
 from filtex_proton.matcher.atoms import (
     Atom,
     Condition,
@@ -39,6 +39,7 @@ from filtex_proton.matcher.atoms import (
     value_key,
     with_default,
 )
+from filtex_proton.plugin import FilterMessage
 
 __all__ = ["BLOOM_BITS", "EXACT_KEYS", "BatchSummary", "FieldValues", "tracked_fields"]
 
@@ -187,13 +188,12 @@ class BatchSummary:
         for ref, values in self.fields.items():
             self._by_place.setdefault((ref.section, ref.key), []).append((ref, values))
 
-    def add(self, view: MessageView) -> None:
+    def add(self, message: FilterMessage) -> None:
         """Take one message's tracked fields into the summary."""
         self.messages += 1
-        field_of = view.field
         for (section, key), tracked in self._by_place.items():
             try:
-                raw = field_of(section, key)
+                raw = message.view.field(section, key)
             except Exception:  # an undecodable field: this batch rules nothing out on it
                 for _, values in tracked:
                     values.unsure = True
