@@ -3,8 +3,9 @@
 Each segment holds consecutive offsets (its first offset, the arrival time in milliseconds and
 the bytes of each message, and where it came from for no-local), its byte count, its first and
 last arrival time and a summary of the fields its stream tracks (a
-:class:`~filtex_proton.matcher.BatchSummary`: the values readers' filters pin, and
-``x-stream-filter-value``), which lets a reader skip a segment its filter cannot match.
+:class:`~filtex_proton.matcher.BatchSummary` per block of messages: the values readers'
+filters pin, and ``x-stream-filter-value``), which lets a reader pass over the blocks its filter
+cannot match.
 
 Retention drops whole segments, oldest first: by bytes (``max_bytes``), by age
 (``max_age_s``) and, since a producer must never be stalled by a stream's size, whenever the
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from filtex_broker.nodes.budget import MemoryBudget, bytes_cost
-from filtex_proton.matcher import STREAM_FILTER_FIELD, BatchSummary, FieldRef
+from filtex_broker.streams.summaries import SegmentSummary
+from filtex_proton.matcher import STREAM_FILTER_FIELD, FieldRef
 from filtex_proton.plugin import FilterMessage
 
 __all__ = ["PER_RECORD", "Segment", "StreamLog", "segment_bytes"]
@@ -51,8 +53,9 @@ class Segment:
     """The message bytes it holds."""
     cost: int = 0
     """What it is charged to the memory budget."""
-    summary: BatchSummary = field(default_factory=BatchSummary)
-    """The tracked fields' values in its messages (the fields tracked when it started)."""
+    summary: SegmentSummary = field(default_factory=SegmentSummary)
+    """The tracked fields' values in its messages, block by block (the fields tracked when
+    it started)."""
 
     @property
     def next(self) -> int:
@@ -115,7 +118,7 @@ class StreamLog:
         segments = self.segments
         segment = segments[-1] if segments else None
         if segment is None or segment.size >= self.segment_bytes:
-            segment = Segment(self.next_offset, summary=BatchSummary(self.tracked))
+            segment = Segment(self.next_offset, summary=SegmentSummary(self.tracked))
             segments.append(segment)
         elif now < segment.last_time:
             now = segment.last_time  # arrival times never go back (a clock step)

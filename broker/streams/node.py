@@ -4,8 +4,9 @@ Reading removes nothing. A reader (a consumer link) has a position, the next off
 chosen at attach from its offset spec; with credit it walks forward, skipping (not removing) the
 messages its filter set does not match, and is sent a copy of each match with
 ``x-stream-offset`` in its message annotations. A reader at the end waits; a publish wakes it.
-A segment whose summary rules out the reader's filter (what it requires of a message, as the
-node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed over unread.
+A block of a segment whose summary rules out the reader's filter (what it requires of a
+message, as the node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed
+over unread.
 Outcomes change nothing in the log and nothing is redelivered (as RabbitMQ's streams: a consumer
 that wants a message again attaches again from its offset). A reader whose position was dropped
 by retention goes on from the oldest offset still held.
@@ -22,6 +23,7 @@ from filtex_broker.nodes.entry import Entry
 from filtex_broker.nodes.node import Node, NodeLimits
 from filtex_broker.streams.annotate import with_offset
 from filtex_broker.streams.log import StreamLog
+from filtex_broker.streams.summaries import BLOCK
 from filtex_proton.matcher import ALWAYS, Condition, decompose, tracked_fields
 from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 
@@ -144,21 +146,23 @@ class Stream(Node):
         while reader.credit > 0 and index < len(segments):
             segment = segments[index]
             index += 1
-            if link_filter is not None and not segment.summary.may_match(condition):
-                self.skipped += segment.next - position
-                position = segment.next
-                continue
             first, datas, origins = segment.first, segment.datas, segment.origins
             at, stop = position - first, len(datas)
-            while at < stop:
-                data = datas[at]
-                if link_filter is None or link_filter.matches(FilterMessage(data, origins[at])):
-                    reader.deliver(with_offset(data, first + at))
-                    sent += 1
-                    if reader.credit <= 0:
-                        at += 1
-                        break
-                at += 1
+            while at < stop and reader.credit > 0:
+                end = min(stop, (at // BLOCK + 1) * BLOCK)
+                if link_filter is not None and not segment.summary.may_match(at, condition):
+                    self.skipped += end - at
+                    at = end
+                    continue
+                while at < end:
+                    data = datas[at]
+                    at += 1
+                    if link_filter is None or link_filter.matches(
+                            FilterMessage(data, origins[at - 1])):
+                        reader.deliver(with_offset(data, first + at - 1))
+                        sent += 1
+                        if reader.credit <= 0:
+                            break
             position = first + at
         reader.position = position
         self.delivered += sent

@@ -9,10 +9,13 @@ and SQL) receives what it matches while the broker skips the segments that hold 
 
 from __future__ import annotations
 
+import pytest
 from proton import Described, symbol
 
 from filtex_broker.nodes.node import NodeLimits
 from filtex_broker.streams.node import MAX_TRACKED, Stream
+from filtex_broker.streams.summaries import BLOCK, SegmentSummary
+from filtex_proton.matcher import decompose
 from filtex_proton.plugin import FilterMessage
 from tests.broker.streams.stream_helpers import FakeReader, link_filter, message, offset_of
 
@@ -105,6 +108,32 @@ def test_credit_running_out_between_skips_loses_and_repeats_nothing() -> None:
     everything = FakeReader(credit=3000)
     stream.dispatch_to(everything)
     assert len(everything.got) == 3000, "skipping removed nothing"
+
+
+def test_blocks_of_a_segment_are_passed_over_one_by_one() -> None:
+    stream = Stream("s", LIMITS, max_bytes=1 << 30)  # one segment of 8 MiB: three blocks here
+    for n in range(3 * BLOCK):
+        stream.publish(FilterMessage(message(n, x_stream_filter_value=(
+            "hit" if n == BLOCK + 5 else "miss"))))
+    assert len(stream.log.segments) == 1
+    assert len(stream.log.segments[0].summary.blocks) == 3
+    reader = FakeReader(credit=10, filter=link_filter(f=rabbit_filter("hit")))
+    stream.add_reader(reader)
+    stream.dispatch_to(reader)
+    assert [offset_of(d) for d in reader.got] == [BLOCK + 5]
+    assert stream.skipped == 2 * BLOCK and reader.position == 3 * BLOCK
+
+
+def test_a_segment_summary_survives_its_encoding() -> None:
+    stream = _stream()
+    _publish(stream, range(300), x_stream_filter_value="us")
+    summary = stream.log.segments[0].summary
+    again = SegmentSummary.decode(summary.encode())
+    assert again.refs == summary.refs and len(again.blocks) == len(summary.blocks)
+    us, eu = (decompose(link_filter(f=rabbit_filter(v)).filter_set) for v in ("us", "eu"))
+    assert (again.may_match(0, us), again.may_match(0, eu)) == (True, False)
+    with pytest.raises(ValueError, match="not a segment summary"):
+        SegmentSummary.decode(b"\xa1\x03abc")
 
 
 def test_tracked_fields_are_bounded() -> None:
