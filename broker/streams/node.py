@@ -15,19 +15,20 @@ by retention goes on from the oldest offset still held.
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import ClassVar, Final, Protocol
+from typing import ClassVar, Final, NamedTuple, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.entry import Entry
 from filtex_broker.nodes.node import Node, NodeLimits
 from filtex_broker.streams.annotate import with_offset
-from filtex_broker.streams.log import StreamLog
+from filtex_broker.streams.log import Segment, StreamLog
 from filtex_broker.streams.summaries import BLOCK
-from filtex_proton.matcher import ALWAYS, Condition, decompose, tracked_fields
+from filtex_proton.matcher import ALWAYS, Condition, decompose, text_prefilter, tracked_fields
 from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 
-__all__ = ["MAX_TRACKED", "Reader", "Stream", "StreamSettings"]
+__all__ = ["MAX_TRACKED", "ReadPlan", "Reader", "Stream", "StreamSettings"]
 
 MAX_TRACKED: Final = 32
 """Fields a stream's segments summarise at most (each costs a read per message appended);
@@ -65,6 +66,35 @@ class Reader(Protocol):
         ...
 
 
+class ReadPlan(NamedTuple):
+    """How a reader's messages are chosen, worked out once when it attaches."""
+
+    condition: Condition
+    """What its filter requires of a message (:func:`decompose`): the blocks' test."""
+    may_skip: bool
+    """Whether a block's summary can rule its filter out (it has one)."""
+    admits: Callable[[bytes, Hashable], bool]
+    """Whether it takes a message (bytes, origin): a byte search for the texts its filter
+    requires (:func:`text_prefilter`), then its filter."""
+
+    @classmethod
+    def of(cls, link_filter: LinkFilter | None) -> ReadPlan:
+        if link_filter is None:
+            return cls(ALWAYS, False, _everything)
+        condition = decompose(link_filter.filter_set)
+        matches = link_filter.matches
+        prefilter = text_prefilter(condition)
+        if prefilter is None:
+            return cls(condition, True,
+                       lambda data, origin: matches(FilterMessage(data, origin)))
+        return cls(condition, True, lambda data, origin: prefilter(data) and matches(
+            FilterMessage(data, origin)))
+
+
+def _everything(data: bytes, origin: Hashable) -> bool:
+    return True
+
+
 class Stream(Node):
     """An append-only log read by any number of readers, each at its own offset."""
 
@@ -74,8 +104,8 @@ class Stream(Node):
                  max_bytes: int, max_age_s: float | None = None) -> None:
         super().__init__(name, limits)
         self.log = StreamLog(max_bytes, max_age_s, budget)
-        self.readers: dict[Reader, Condition] = {}
-        """Each reader and what its filter requires of a message (the segments' test)."""
+        self.readers: dict[Reader, ReadPlan] = {}
+        """Each reader and how its messages are chosen."""
         self.delivered = 0
         self.skipped = 0
         """Messages readers passed over unread, in segments their summaries ruled out."""
@@ -121,17 +151,32 @@ class Stream(Node):
     def add_reader(self, reader: Reader) -> None:
         """Read for ``reader`` from now on; the fields its filter pins are summarised in the
         segments started from now on (up to :data:`MAX_TRACKED` fields per stream)."""
-        link_filter = reader.filter
-        condition = ALWAYS if link_filter is None else decompose(link_filter.filter_set)
-        self.readers[reader] = condition
+        plan = self.readers[reader] = ReadPlan.of(reader.filter)
         log = self.log
         room = MAX_TRACKED - len(log.tracked)
-        new = sorted(tracked_fields(condition) - log.tracked, key=repr)[:max(room, 0)]
+        new = sorted(tracked_fields(plan.condition) - log.tracked, key=repr)[:max(room, 0)]
         if new:
             log.track(new)
 
     def remove_reader(self, reader: Reader) -> None:
         self.readers.pop(reader, None)
+
+    @staticmethod
+    def _read_block(segment: Segment, at: int, end: int, reader: Reader,
+                    admits: Callable[[bytes, Hashable], bool]) -> tuple[int, int]:
+        """Deliver what ``admits`` from the segment's ``at``-th message up to ``end`` while
+        the reader has credit: where it stopped and how many it sent."""
+        first, datas, origins = segment.first, segment.datas, segment.origins
+        sent = 0
+        while at < end:
+            data = datas[at]
+            at += 1
+            if admits(data, origins[at - 1]):
+                reader.deliver(with_offset(data, first + at - 1))
+                sent += 1
+                if reader.credit <= 0:
+                    break
+        return at, sent
 
     def dispatch_to(self, reader: Reader) -> int:
         """Send the reader what it matches from its position while it has credit; returns how
@@ -140,30 +185,21 @@ class Stream(Node):
         segments = log.segments
         position = max(reader.position, log.first_offset)
         index = log.segment_index(position)
-        link_filter = reader.filter
-        condition = self.readers.get(reader, ALWAYS)
+        plan = self.readers.get(reader) or ReadPlan.of(reader.filter)
         sent = 0
         while reader.credit > 0 and index < len(segments):
             segment = segments[index]
             index += 1
-            first, datas, origins = segment.first, segment.datas, segment.origins
-            at, stop = position - first, len(datas)
-            while at < stop and reader.credit > 0:
-                end = min(stop, (at // BLOCK + 1) * BLOCK)
-                if link_filter is not None and not segment.summary.may_match(at, condition):
+            at = position - segment.first
+            while at < len(segment.datas) and reader.credit > 0:
+                end = min(len(segment.datas), (at // BLOCK + 1) * BLOCK)
+                if plan.may_skip and not segment.summary.may_match(at, plan.condition):
                     self.skipped += end - at
                     at = end
                     continue
-                while at < end:
-                    data = datas[at]
-                    at += 1
-                    if link_filter is None or link_filter.matches(
-                            FilterMessage(data, origins[at - 1])):
-                        reader.deliver(with_offset(data, first + at - 1))
-                        sent += 1
-                        if reader.credit <= 0:
-                            break
-            position = first + at
+                at, taken = self._read_block(segment, at, end, reader, plan.admits)
+                sent += taken
+            position = segment.first + at
         reader.position = position
         self.delivered += sent
         return sent

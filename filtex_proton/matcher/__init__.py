@@ -35,11 +35,12 @@ from filtex_proton.matcher.atoms import (
 )
 from filtex_proton.matcher.decompose import STREAM_FILTER_FIELD, decompose
 from filtex_proton.matcher.index import MatcherStats, NodeMatch, NodeMatcher, Verdict, verdict
+from filtex_proton.matcher.literals import text_prefilter
 from filtex_proton.matcher.summary import BatchSummary, tracked_fields
 
 __all__ = [
     "ALWAYS", "NEVER", "STREAM_FILTER_FIELD", "Arrival", "Atom", "BatchSummary", "Condition",
     "FieldEquals", "FieldExists", "FieldNotNull", "FieldNull", "FieldPrefix", "FieldRange",
     "FieldRef", "MatcherStats", "NodeMatch", "NodeMatcher", "Verdict", "decompose", "holds",
-    "tracked_fields", "value_key", "verdict",
+    "text_prefilter", "tracked_fields", "value_key", "verdict",
 ]
