@@ -19,8 +19,10 @@ from typing import ClassVar, Final, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.entry import Entry
-from filtex_broker.nodes.node import Node, NodeLimits
+from filtex_broker.nodes.node import Durability, Node, NodeLimits
+from filtex_broker.store.log import Store
 from filtex_broker.streams.annotate import with_offset
+from filtex_broker.streams.durable import DurableStreamLog
 from filtex_broker.streams.log import StreamLog
 from filtex_proton.matcher import ALWAYS, Condition, decompose, tracked_fields
 from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
@@ -45,9 +47,15 @@ class StreamSettings:
     def wants(self, address: str) -> bool:
         return any(fnmatch.fnmatchcase(address, pattern) for pattern in self.patterns)
 
-    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget) -> Stream:
+    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget,
+             store: Durability | None = None) -> Stream:
+        """The stream at ``address``: on disk with the durable store (``--data-dir``), its
+        segments read back if it has some there."""
+        log = None
+        if isinstance(store, Store):
+            log = DurableStreamLog(address, store, self.max_bytes, self.max_age_s, budget)
         return Stream(address, limits, budget, max_bytes=self.max_bytes,
-                      max_age_s=self.max_age_s)
+                      max_age_s=self.max_age_s, log=log)
 
 
 class Reader(Protocol):
@@ -69,9 +77,12 @@ class Stream(Node):
     kind: ClassVar[str] = "stream"
 
     def __init__(self, name: str, limits: NodeLimits, budget: MemoryBudget | None = None, *,
-                 max_bytes: int, max_age_s: float | None = None) -> None:
+                 max_bytes: int, max_age_s: float | None = None,
+                 log: StreamLog | None = None) -> None:
         super().__init__(name, limits)
-        self.log = StreamLog(max_bytes, max_age_s, budget)
+        self.log = StreamLog(max_bytes, max_age_s, budget) if log is None else log
+        """In memory, or on disk (``log``: ``filtex_broker.streams.durable``)."""
+        self.log.on_commit = self.wake
         self.readers: dict[Reader, Condition] = {}
         """Each reader and what its filter requires of a message (the segments' test)."""
         self.delivered = 0
@@ -83,6 +94,10 @@ class Stream(Node):
 
     def publish(self, message: FilterMessage) -> None:
         self.log.append(message.data, message.origin, message)
+        self.wake()
+
+    def wake(self) -> None:
+        """New messages are readable: readers with credit read them."""
         for reader in self.readers:
             if reader.credit > 0:
                 self.dispatch_to(reader)
@@ -140,16 +155,19 @@ class Stream(Node):
         index = log.segment_index(position)
         link_filter = reader.filter
         condition = self.readers.get(reader, ALWAYS)
+        end = log.readable  # (a durable log: what is on disk)
         sent = 0
-        while reader.credit > 0 and index < len(segments):
+        while reader.credit > 0 and index < len(segments) and position < end:
             segment = segments[index]
             index += 1
             if link_filter is not None and not segment.summary.may_match(condition):
-                self.skipped += segment.next - position
-                position = segment.next
+                skip_to = min(segment.next, end)
+                self.skipped += skip_to - position
+                position = skip_to
                 continue
+            segment = log.loaded(segment)  # a durable log may read it from disk
             first, datas, origins = segment.first, segment.datas, segment.origins
-            at, stop = position - first, len(datas)
+            at, stop = position - first, min(len(datas), end - first)
             while at < stop:
                 data = datas[at]
                 if link_filter is None or link_filter.matches(FilterMessage(data, origins[at])):
@@ -160,6 +178,8 @@ class Stream(Node):
                         break
                 at += 1
             position = first + at
+            if at >= len(datas) and position < segment.next:  # unreadable on disk: passed over
+                position = min(segment.next, end)
         reader.position = position
         self.delivered += sent
         return sent
