@@ -160,6 +160,7 @@ class Stream(Node):
         while reader.credit > 0 and index < len(segments) and position < end:
             segment = segments[index]
             index += 1
+            position = max(position, segment.first)  # (offsets lost with an unreadable file)
             if link_filter is not None and not segment.summary.may_match(condition):
                 skip_to = min(segment.next, end)
                 self.skipped += skip_to - position
