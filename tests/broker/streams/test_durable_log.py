@@ -42,6 +42,16 @@ def _reopen(opened: list[DurableStream], stream: DurableStream) -> DurableStream
     return again
 
 
+def _closed(opened: list[DurableStream], stream: DurableStream,
+            numbers: range) -> list[Path]:
+    """Publish ``numbers``, write them, close: the segment files, for a test to damage."""
+    stream.publish(numbers)
+    stream.commit()
+    stream.close()
+    opened.remove(stream)
+    return stream.segment_files()
+
+
 def _read(stream: DurableStream, **entries: Described) -> list[tuple[int, int]]:
     reader = FakeReader(position=stream.log.first_offset, credit=100_000,
                         filter=link_filter(**entries) if entries else None)
@@ -76,12 +86,7 @@ def test_readers_get_only_what_is_on_disk(tmp_path: Path, opened: list[DurableSt
 
 def test_a_torn_tail_recovers_up_to_the_tear(
         tmp_path: Path, opened: list[DurableStream], caplog: pytest.LogCaptureFixture) -> None:
-    stream = _open(opened, tmp_path)
-    stream.publish(range(100))
-    stream.commit()
-    stream.close()
-    opened.remove(stream)
-    last = stream.segment_files()[-1]
+    last = _closed(opened, _open(opened, tmp_path), range(100))[-1]
     first = segment_file.first_of(last)
     assert first is not None
     data = last.read_bytes()
@@ -99,12 +104,7 @@ def test_a_torn_tail_recovers_up_to_the_tear(
 
 def test_an_unreadable_segment_is_set_aside(
         tmp_path: Path, opened: list[DurableStream], caplog: pytest.LogCaptureFixture) -> None:
-    stream = _open(opened, tmp_path)
-    stream.publish(range(300))
-    stream.commit()
-    stream.close()
-    opened.remove(stream)
-    files = stream.segment_files()
+    files = _closed(opened, _open(opened, tmp_path), range(300))
     files[1].write_bytes(b"\x00garbage" * 100)
     with caplog.at_level(logging.WARNING, "filtex.broker"):
         stream = _open(opened, tmp_path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from proton import Described, symbol
@@ -14,8 +15,8 @@ from proton import Described, symbol
 from filtex_broker.streams import segment_file
 from filtex_broker.streams.durable import CACHED_SEGMENTS, DurableStreamLog
 
-from ..broker_clients import TIMEOUT, BrokerFactory, connect
-from ..fault_clients import BrokerProcess, client, numbers
+from ..broker_clients import TIMEOUT, BrokerFactory, RunningBroker, connect
+from ..fault_clients import BrokerProcess, client, first_lines, numbers
 from .stream_clients import (
     consumer,
     offset_spec,
@@ -38,15 +39,10 @@ def _segments(data_dir: Path, name: str) -> list[Path]:
 def test_a_restart_keeps_the_messages_and_their_offsets(
         broker_factory: BrokerFactory, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    running = stream_broker(broker_factory, data_dir=data_dir)
-    connection = connect(running.url)
-    try:
-        publish(connection, "events.d", range(50), padding=3000)
-    finally:
-        connection.close()
+    running = _published(broker_factory, data_dir, "events.d", range(50))
     before = read_all(running.url, "events.d", o=FIRST)
     assert before == [(n, n) for n in range(50)]
-    running = restart(broker_factory, running, data_dir=data_dir)
+    running = restart(broker_factory, running, data_dir=data_dir, stream_max_bytes=512 * 1024)
     assert read_all(running.url, "events.d", o=FIRST) == before
     connection = connect(running.url)
     try:
@@ -55,6 +51,20 @@ def test_a_restart_keeps_the_messages_and_their_offsets(
         connection.close()
     assert read_all(running.url, "events.d", o=offset_spec("last")) == [(50, 50)]
     assert len(_segments(data_dir, "events.d")) == len(stream_of(running, "events.d").log.segments)
+
+
+def _published(broker_factory: BrokerFactory, data_dir: Path, address: str, numbers: range,
+               **overrides: Any) -> RunningBroker:
+    """A broker with streams on ``data_dir`` whose ``address`` holds ``numbers`` (4 KiB each,
+    ``overrides`` the broker's settings and the messages' annotations)."""
+    max_bytes = overrides.pop("stream_max_bytes", 512 * 1024)
+    running = stream_broker(broker_factory, data_dir=data_dir, stream_max_bytes=max_bytes)
+    connection = connect(running.url)
+    try:
+        publish(connection, address, numbers, padding=4096, **overrides)
+    finally:
+        connection.close()
+    return running
 
 
 @pytest.fixture
@@ -73,12 +83,7 @@ def test_a_broker_killed_mid_stream_keeps_every_accepted_message_and_offset(
     connection = connect(url)
     receiver, handler = consumer(connection, "events.k", o=FIRST)
     receiver.link.flow(total)
-    assert producer.stdout is not None
-    early: list[str] = []
-    while len(early) < 2000:  # mid-stream: the producer has more in flight
-        line = producer.stdout.readline()
-        assert line, "the producer ended early"
-        early.append(line.strip())
+    early = first_lines(producer, 2000)  # mid-stream: the producer has more in flight
     connection.wait(lambda: len(handler.received) >= 500, timeout=TIMEOUT,
                     msg="the reader reads as the producer sends")
     seen = [(number_of(data), offset_of(data)) for data, _ in handler.received]
@@ -104,12 +109,8 @@ def test_a_broker_killed_mid_stream_keeps_every_accepted_message_and_offset(
 def test_retention_by_bytes_deletes_segment_files(
         broker_factory: BrokerFactory, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    running = stream_broker(broker_factory, data_dir=data_dir, stream_max_bytes=128 * 1024)
-    connection = connect(running.url)
-    try:
-        publish(connection, "events.r", range(80), padding=4096)
-    finally:
-        connection.close()
+    running = _published(broker_factory, data_dir, "events.r", range(80),
+                         stream_max_bytes=128 * 1024)
     log = stream_of(running, "events.r").log
     oldest = log.first_offset
     assert oldest > 0 and log.dropped_segments > 0
@@ -122,12 +123,7 @@ def test_retention_by_bytes_deletes_segment_files(
 def test_a_reader_of_old_segments_while_the_cache_is_bounded(
         broker_factory: BrokerFactory, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    running = stream_broker(broker_factory, data_dir=data_dir, stream_max_bytes=512 * 1024)
-    connection = connect(running.url)
-    try:
-        publish(connection, "events.c", range(110), padding=4096)  # 8 segments of 64 KiB
-    finally:
-        connection.close()
+    running = _published(broker_factory, data_dir, "events.c", range(110))  # 8 segments
     log = stream_of(running, "events.c").log
     assert isinstance(log, DurableStreamLog)
     assert len(log.segments) > CACHED_SEGMENTS + 1 and log.first_offset == 0
@@ -139,10 +135,10 @@ def test_a_reader_of_old_segments_while_the_cache_is_bounded(
 def test_segment_summaries_still_skip_after_a_restart(
         broker_factory: BrokerFactory, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
-    running = stream_broker(broker_factory, data_dir=data_dir, stream_max_bytes=512 * 1024)
+    running = _published(broker_factory, data_dir, "events.s", range(60),
+                         x_stream_filter_value="us")
     connection = connect(running.url)
     try:
-        publish(connection, "events.s", range(60), padding=4096, x_stream_filter_value="us")
         publish(connection, "events.s", [60], x_stream_filter_value="eu")
     finally:
         connection.close()
