@@ -11,6 +11,10 @@ Retention drops whole segments, oldest first: by bytes (``max_bytes``), by age
 broker's memory budget is blocked (the stream gives back its oldest segments until the budget
 has room or only the segment being written is left). Every message is charged to the budget when
 it is appended and credited when its segment is dropped.
+
+With ``--data-dir`` the log is ``filtex_broker.streams.durable.DurableStreamLog``, which keeps the
+same segments in files and overrides the hooks here (a segment started, sealed, a message
+written, memory short, a segment's messages wanted).
 """
 
 from __future__ import annotations
