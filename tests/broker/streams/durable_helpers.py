@@ -4,7 +4,7 @@ closed and opened again in this process (no sockets)."""
 from __future__ import annotations
 
 import threading
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 from filtex_broker.nodes.budget import MemoryBudget
@@ -46,9 +46,15 @@ class DurableStream:
 
     def commit(self) -> None:
         """Wait until everything appended is on disk and readable (as the reactor would)."""
-        deadline = time.monotonic() + 30
-        while self.store.pending() or self.log.committed < self.log.next_offset:
-            assert time.monotonic() < deadline, "the store did not write"
+        self.pump(lambda: self.store.pending() or self.log.committed < self.log.next_offset)
+        assert not self.store.pending(), "the store did not write"
+
+    def pump(self, until: Callable[[], bool], rounds: int = 300) -> None:
+        """Run the store's callbacks as the reactor would, while ``until`` holds (at most
+        ``rounds`` wake-ups or 0.1 s waits)."""
+        for _ in range(rounds):
+            if not until():
+                return
             self._woken.wait(0.1)
             self._woken.clear()
             self.store.complete()

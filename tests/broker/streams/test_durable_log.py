@@ -16,6 +16,7 @@ from filtex_broker.store.log import parse
 from filtex_broker.streams import segment_file
 from filtex_broker.streams.durable import CACHED_SEGMENTS
 
+from ..broker_clients import DiskFull
 from .durable_helpers import SEGMENT, DurableStream
 from .stream_helpers import FakeReader, link_filter, number_of, offset_of
 
@@ -211,3 +212,18 @@ def test_age_retention_keeps_where_the_offsets_go_on(
     stream.publish(range(5, 6))
     stream.commit()
     assert _read(stream) == [(5, 5)]
+
+
+def test_a_failed_write_is_rewritten_from_memory(
+        tmp_path: Path, opened: list[DurableStream], disk_full: DiskFull) -> None:
+    """Disk full: nothing is readable (or accepted) until the segment is rewritten whole."""
+    stream = _open(opened, tmp_path)
+    disk_full.full = True
+    stream.publish(range(3))
+    stream.pump(until=lambda: stream.store.pending() and stream.log.committed == 0, rounds=5)
+    assert stream.log.committed == 0
+    disk_full.full = False
+    stream.commit()
+    contents = segment_file.read(parse(stream.segment_files()[-1].read_bytes())[0])
+    assert [number_of(data) for data in contents.datas] == [0, 1, 2]
+    assert _read(stream) == [(0, 0), (1, 1), (2, 2)]
