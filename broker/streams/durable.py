@@ -237,13 +237,13 @@ class DurableStreamLog(StreamLog):
         for number, path in enumerate(paths):
             first = segment_file.first_of(path)
             assert first is not None
-            floor = max(floor, first)
             if self.segments and first != self.next_offset:
-                if torn:  # written in the batch the crash cut: never accepted
+                if torn:  # written in the batch the crash cut: never accepted, offsets reused
                     _set_aside(self.name, path, "written after a torn record")
                     continue
                 log.warning("stream %r: offsets %d to %d are missing", self.name,
                             self.next_offset, first - 1)
+            floor = max(floor, first)  # (an unreadable file's offsets are not reused)
             recovered = self._recover_segment(path, first, number == len(paths) - 1, fields)
             if recovered is None:
                 continue
@@ -258,8 +258,12 @@ class DurableStreamLog(StreamLog):
         if self.segments:
             log.info("stream %r: recovered %d segment(s), offsets %d to %d", self.name,
                      len(self.segments), self.first_offset, self.next_offset - 1)
-        last = self.files[self.segments[-1].first] if self.segments else None
-        if last is not None and last.sealed:
+        last = self.segments[-1] if self.segments else None
+        if last is None:
+            if self.next_offset:
+                self._start()  # an empty segment keeps where the offsets go on
+        elif self.files[last.first].sealed or last.next != self.next_offset:
+            self._seal(last)  # (an unreadable file after it: its offsets are not reused)
             self._start()
 
     def _recover_segment(self, path: Path, first: int, last: bool,

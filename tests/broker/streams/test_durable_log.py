@@ -227,3 +227,34 @@ def test_a_failed_write_is_rewritten_from_memory(
     contents = segment_file.read(parse(stream.segment_files()[-1].read_bytes())[0])
     assert [number_of(data) for data in contents.datas] == [0, 1, 2]
     assert _read(stream) == [(0, 0), (1, 1), (2, 2)]
+
+
+def test_files_after_a_torn_segment_are_set_aside_and_no_offset_is_skipped(
+        tmp_path: Path, opened: list[DurableStream]) -> None:
+    """A crash mid-batch: a sealed segment's last records torn, the next file written in the
+    same batch (so never accepted): the offsets go on from the tear, without a gap."""
+    files = _closed(opened, _open(opened, tmp_path), range(300))
+    torn = files[-2]
+    data = torn.read_bytes()
+    torn.write_bytes(data[: _summary_start(data) - 30])  # the summary and half a message gone
+    stream = _open(opened, tmp_path)
+    assert files[-1].with_suffix(".bad").exists()
+    end = stream.log.next_offset
+    assert end == (segment_file.first_of(files[-1]) or 0) - 1
+    stream.publish(range(end, end + 2))
+    stream.commit()
+    assert _read(stream) == [(n, n) for n in range(end + 2)]
+    stream = _reopen(opened, stream)
+    assert _read(stream) == [(n, n) for n in range(end + 2)]
+
+
+def test_an_unreadable_last_file_keeps_its_offsets(
+        tmp_path: Path, opened: list[DurableStream]) -> None:
+    files = _closed(opened, _open(opened, tmp_path), range(300))
+    first = segment_file.first_of(files[-1])
+    files[-1].write_bytes(b"junk")
+    stream = _open(opened, tmp_path)
+    assert stream.log.next_offset == first
+    stream.publish(range(1000, 1001))
+    stream = _reopen(opened, stream)
+    assert _read(stream)[-1] == (1000, first)
