@@ -49,7 +49,10 @@ class Streams(Protocol):
 
     def wants(self, address: str) -> bool: ...
 
-    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget) -> Node: ...
+    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget,
+             store: Durability | None = None) -> Node:
+        """A new stream; on disk if ``store`` is given."""
+        ...
 
 
 class Registry:
@@ -94,7 +97,7 @@ class Registry:
 
     def _create(self, address: str, *, topic: bool, durable: bool) -> Node:
         if durable and self.streams is not None and self.streams.wants(address):
-            return self.streams.make(address, self.limits, self.budget)  # in memory for now
+            return self.streams.make(address, self.limits, self.budget, self.store)
         store = self.store if durable else None  # a queue logs; a topic, its durable subs
         if topic:
             node = Topic(address, self.limits, self.budget)

@@ -32,6 +32,7 @@ import os
 import struct
 import threading
 import time
+import urllib.parse
 import uuid
 import zlib
 from collections.abc import Callable
@@ -42,7 +43,8 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 if TYPE_CHECKING:
     from filtex_broker.nodes.entry import Entry
 
-__all__ = ["COMPACT_MIN_BYTES", "Account", "Journal", "Recovered", "Store", "StoreLockedError"]
+__all__ = ["COMPACT_MIN_BYTES", "Account", "Journal", "LogFile", "Recovered", "Store",
+           "StoreLockedError", "read_log", "record"]
 
 log = logging.getLogger("filtex.broker")
 
@@ -59,6 +61,8 @@ REPLACE: Final = 4
 COMPACT_MIN_BYTES: Final = 4 * 1024 * 1024
 """A log is compacted once it is this large and at most a quarter of it is still live."""
 SUFFIX: Final = ".log"
+STREAMS: Final = "streams"
+"""The folder of the streams' folders (``<data-dir>/streams/<escaped name>/``)."""
 RETRY_PAUSE: Final = 0.1
 """Seconds between attempts to rewrite a log whose write failed (disk full: no busy loop)."""
 
@@ -91,6 +95,22 @@ def parse(data: bytes) -> tuple[list[tuple[int, int, bytes]], int]:
     return records, pos
 
 
+def read_log(path: Path) -> tuple[list[tuple[int, int, bytes]], int]:
+    """The records of a log file, its torn tail (if any) cut off: moved to ``<name>.torn`` and
+    the file truncated where the intact part ends (returned too)."""
+    data = path.read_bytes()
+    records, intact = parse(data)
+    if intact < len(data):
+        torn = path.with_suffix(".torn")
+        torn.write_bytes(data[intact:])
+        with path.open("r+b") as handle:
+            handle.truncate(intact)
+            os.fsync(handle.fileno())
+        log.warning("store: %s: torn or corrupt record at byte %d; %d byte(s) discarded "
+                    "(kept in %s)", path.name, intact, len(data) - intact, torn.name)
+    return records, intact
+
+
 class Account(Protocol):
     """Where the store's write buffers are charged while they wait for the disk (the broker's
     memory budget, ``filtex_broker.nodes.budget.MemoryBudget``)."""
@@ -113,19 +133,15 @@ class Recovered:
     messages: list[tuple[int, bytes]] = field(default_factory=list)
 
 
-class Journal:
-    """One durable node's log. Called on the reactor thread; the store does the IO."""
+class LogFile:
+    """One append-only file the store's writer thread writes (a node's log, a stream segment):
+    what the reactor thread has appended and the writer not yet taken, and the writer's state."""
 
-    __slots__ = ("_filter", "broken", "buffer", "dropped", "fd", "ids", "live", "meta", "next_id",
-                 "path", "size", "snapshot", "store")
+    __slots__ = ("broken", "buffer", "dropped", "fd", "path", "size", "snapshot", "store")
 
-    def __init__(self, store: Store, path: Path, meta: dict[str, Any]) -> None:
+    def __init__(self, store: Store, path: Path) -> None:
         self.store = store
         self.path = path
-        self.meta = meta
-        self.ids: dict[Entry, int] = {}
-        """Store id of every live entry, in enqueue order."""
-        self.next_id = 1
         self.buffer = bytearray()
         """Records not yet handed to the writer."""
         self.snapshot: bytes | None = None
@@ -136,6 +152,23 @@ class Journal:
         self.broken = False
         """A write failed (writer thread): nothing more is appended until it is rewritten whole."""
         self.size = 0
+
+    def rewrite(self) -> None:
+        """A write failed: hand the store the whole file again (:meth:`Store.replace_image`)."""
+        raise NotImplementedError
+
+
+class Journal(LogFile):
+    """One durable node's log. Called on the reactor thread; the store does the IO."""
+
+    __slots__ = ("_filter", "ids", "live", "meta", "next_id")
+
+    def __init__(self, store: Store, path: Path, meta: dict[str, Any]) -> None:
+        super().__init__(store, path)
+        self.meta = meta
+        self.ids: dict[Entry, int] = {}
+        """Store id of every live entry, in enqueue order."""
+        self.next_id = 1
         self.live = 0
         """Bytes of the file that still matter (the records of live messages)."""
         self._filter: bytes = bytes.fromhex(meta.get("filter", ""))
@@ -182,12 +215,16 @@ class Journal:
     def meta_record(self) -> bytes:
         return record(META, 0, json.dumps(self.meta, sort_keys=True).encode())
 
+    def rewrite(self) -> None:
+        self.compact()
+
     def compact(self) -> None:
         """Replace the log by its meta and its live messages (written by the writer thread)."""
         parts = [self.meta_record()]
         parts.extend(record(ENQUEUE, ident, entry.data) for entry, ident in self.ids.items())
         image = b"".join(parts)
         self.store.replace_image(self, image)
+        self.live = len(image)
         log.info("store: compacting %s (%d live messages, %d -> %d bytes)",
                  self.path.name, len(self.ids), self.size, len(image))
 
@@ -223,13 +260,13 @@ class Store:
                 f"data directory {directory} is in use by another broker") from None
         self._wake = wake
         self._cond = threading.Condition()
-        self._dirty: dict[Journal, None] = {}
+        self._dirty: dict[LogFile, None] = {}
         self._waiting: list[tuple[Callback, int]] = []
         """Callbacks with the number of the last batch written when each was registered."""
         self._done: list[tuple[Callback, bool]] = []
         self._closing = False
         self._failed = False
-        self._broken: list[Journal] = []
+        self._broken: list[LogFile] = []
         """Logs whose last write failed: rewritten whole by :meth:`complete` (the file may
         end in a partial record, and recovery stops at the first bad one)."""
         self._appended = 0
@@ -244,7 +281,7 @@ class Store:
         that writes nothing (or other logs) says nothing about it."""
         self._journals: dict[str, Journal] = {}
         """Recovered logs by node key, until a node claims them."""
-        self._files: dict[Journal, None] = {}
+        self._files: dict[LogFile, None] = {}
         """Logs with an open file descriptor (writer thread; closed at :meth:`close`)."""
         self._thread = threading.Thread(target=self._writer, name="filtex-store", daemon=True)
         self._thread.start()
@@ -271,16 +308,7 @@ class Store:
         return found
 
     def _recover_file(self, path: Path) -> Recovered | None:
-        data = path.read_bytes()
-        records, intact = parse(data)
-        if intact < len(data):
-            torn = path.with_suffix(".torn")
-            torn.write_bytes(data[intact:])
-            with path.open("r+b") as handle:
-                handle.truncate(intact)
-                os.fsync(handle.fileno())
-            log.warning("store: %s: torn or corrupt record at byte %d; %d byte(s) discarded "
-                        "(kept in %s)", path.name, intact, len(data) - intact, torn.name)
+        records, intact = read_log(path)
         meta: dict[str, Any] | None = None
         messages: dict[int, bytes] = {}
         highest = 0
@@ -328,7 +356,23 @@ class Store:
         self._journals.clear()
         return journals
 
-    def append(self, journal: Journal, data: bytes) -> None:
+    # -- streams: a folder of segment files each -----------------------------------------------
+
+    def stream_directory(self, name: str) -> Path:
+        """Where the stream ``name`` keeps its segment files (created and synced once)."""
+        path = self.directory / STREAMS / _escape(name)
+        if not path.is_dir():
+            path.mkdir(parents=True, exist_ok=True)
+            self._sync_directory(path.parent)
+            self._sync_directory(self.directory)
+        return path
+
+    def stream_names(self) -> list[str]:
+        """The streams the data directory holds (recreated at start-up)."""
+        folder = self.directory / STREAMS  # (no such folder: no stream)
+        return sorted(urllib.parse.unquote(p.name) for p in folder.glob("*") if p.is_dir())
+
+    def append(self, journal: LogFile, data: bytes) -> None:
         with self._cond:
             journal.buffer += data
             journal.size += len(data)
@@ -336,18 +380,17 @@ class Store:
         if self.account is not None:
             self.account.charge(len(data))
 
-    def replace_image(self, journal: Journal, image: bytes) -> None:
+    def replace_image(self, journal: LogFile, image: bytes) -> None:
         with self._cond:
             freed = _pending(journal)
             journal.snapshot = image
             journal.buffer = bytearray()
             journal.size = len(image)
-            journal.live = len(image)
             self._mark(journal)
         if self.account is not None:
             self.account.charge(len(image) - freed)
 
-    def drop(self, journal: Journal) -> None:
+    def drop(self, journal: LogFile) -> None:
         with self._cond:
             freed = _pending(journal)
             journal.buffer = bytearray()
@@ -356,7 +399,7 @@ class Store:
         if self.account is not None:
             self.account.credit(freed)
 
-    def _mark(self, journal: Journal) -> None:
+    def _mark(self, journal: LogFile) -> None:
         """One more change for the writer (called holding the lock); wake it if it sleeps."""
         self._appended += 1
         if not self._dirty:
@@ -389,7 +432,7 @@ class Store:
             self.account.credit(released)  # those buffers are gone
         for journal in dict.fromkeys(broken):
             if not journal.dropped:
-                journal.compact()  # retried once per wake-up while the disk keeps failing
+                journal.rewrite()  # retried once per wake-up while the disk keeps failing
         for callback, ok in done:
             callback(ok)
 
@@ -429,10 +472,10 @@ class Store:
                 self._wake()
 
     def _write_batch(
-        self, batch: list[tuple[Journal, bytes | None, bytes, bool]]
-    ) -> list[Journal]:
+        self, batch: list[tuple[LogFile, bytes | None, bytes, bool]]
+    ) -> list[LogFile]:
         """Write and fsync each log of the batch; returns those that failed."""
-        broken: list[Journal] = []
+        broken: list[LogFile] = []
         for journal, snapshot, data, dropped in batch:
             try:
                 if dropped:
@@ -457,16 +500,16 @@ class Store:
             self._failed = False
         return broken
 
-    def _open(self, journal: Journal) -> int:
+    def _open(self, journal: LogFile) -> int:
         if journal.fd < 0:
             created = not journal.path.exists()
             journal.fd = os.open(journal.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             self._files[journal] = None
             if created:
-                self._sync_directory()
+                self._sync_directory(journal.path.parent)
         return journal.fd
 
-    def _write(self, journal: Journal, data: bytes) -> None:
+    def _write(self, journal: LogFile, data: bytes) -> None:
         fd = self._open(journal)
         view = memoryview(data)
         while view:
@@ -474,7 +517,7 @@ class Store:
             view = view[written:]
         os.fsync(fd)
 
-    def _install(self, journal: Journal, image: bytes) -> None:
+    def _install(self, journal: LogFile, image: bytes) -> None:
         """Write a compacted image beside the log, then rename it over the log."""
         tmp = journal.path.with_suffix(".compact")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -485,21 +528,22 @@ class Store:
             os.close(fd)
         self._close_file(journal)
         os.replace(tmp, journal.path)
-        self._sync_directory()
+        self._sync_directory(journal.path.parent)
 
-    def _close_file(self, journal: Journal) -> None:
+    def _close_file(self, journal: LogFile) -> None:
         if journal.fd >= 0:
             self._files.pop(journal, None)
             fd, journal.fd = journal.fd, -1
             os.close(fd)
 
-    def _remove(self, journal: Journal) -> None:
+    def _remove(self, journal: LogFile) -> None:
         self._close_file(journal)
         journal.path.unlink(missing_ok=True)
-        self._sync_directory()
+        self._sync_directory(journal.path.parent)
 
-    def _sync_directory(self) -> None:
-        fd = os.open(self.directory, os.O_RDONLY)
+    @staticmethod
+    def _sync_directory(directory: Path) -> None:
+        fd = os.open(directory, os.O_RDONLY)
         try:
             os.fsync(fd)
         finally:
@@ -521,10 +565,16 @@ class Store:
             os.close(self._lock_fd)
 
 
-def _pending(journal: Journal) -> int:
+def _pending(journal: LogFile) -> int:
     """The bytes of a log waiting for the writer (its buffer and any compacted image)."""
     snapshot = journal.snapshot
     return len(journal.buffer) + (0 if snapshot is None else len(snapshot))
+
+
+def _escape(name: str) -> str:
+    """A stream's name as one visible file name (reversible: ``urllib.parse.unquote``)."""
+    escaped = urllib.parse.quote(name, safe="")
+    return "%2E" + escaped[1:] if escaped.startswith(".") else escaped
 
 
 def node_key(meta: dict[str, Any]) -> str:

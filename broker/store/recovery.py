@@ -7,6 +7,9 @@ itself holds nothing, so topic messages are stored per durable subscription
 independent compaction, and an unsubscribe is one file deletion).
 Non-durable subscriptions live and die with their link and are never written.
 
+Streams (``--stream``) keep their segments in a folder each (``filtex_broker.streams.durable``);
+each stream found there is re-created, and reads its segments back itself.
+
 At start-up every log is replayed into its node: queues are re-created,
 durable subscriptions re-created on their topic with their filter set
 compiled again from the bytes the subscriber sent, so that a subscriber
@@ -53,11 +56,27 @@ def open_store(
             continue  # left on disk, untouched: the log says why
         _load(node_queue, item, plugin)
         total += len(item.messages)
+    streams = _restore_streams(store, registry)
     for journal in store.unclaimed():
         log.warning("store: %s could not be restored; %s is kept as it is",
                     describe(journal.meta), journal.path.name)
-    log.info("store: %s: %d node(s), %d message(s) recovered", directory, len(recovered), total)
+    log.info("store: %s: %d node(s), %d message(s), %d stream(s) recovered", directory,
+             len(recovered), total, streams)
     return store
+
+
+def _restore_streams(store: Store, registry: Registry) -> int:
+    """Re-create every stream with a folder in the data directory (each reads its segments
+    back as it is made); returns how many."""
+    restored = 0
+    for name in store.stream_names():
+        if not registry.is_stream(name):
+            log.warning("store: stream %r: the address is no longer a stream (--stream); its "
+                        "segments are kept on disk, not restored", name)
+            continue
+        registry.node(name)
+        restored += 1
+    return restored
 
 
 def _restore_node(item: Recovered, registry: Registry, plugin: FiltexPlugin) -> Queue | None:

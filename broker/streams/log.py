@@ -3,15 +3,18 @@
 Each segment holds consecutive offsets (its first offset, the arrival time in milliseconds and
 the bytes of each message, and where it came from for no-local), its byte count, its first and
 last arrival time and a summary of the fields its stream tracks (a
-:class:`~filtex_proton.matcher.BatchSummary` per block of messages: the values readers'
-filters pin, and ``x-stream-filter-value``), which lets a reader pass over the blocks its filter
-cannot match.
+:class:`~filtex_proton.matcher.BatchSummary`: the values readers' filters pin, and
+``x-stream-filter-value``), which lets a reader skip a segment its filter cannot match.
 
 Retention drops whole segments, oldest first: by bytes (``max_bytes``), by age
 (``max_age_s``) and, since a producer must never be stalled by a stream's size, whenever the
 broker's memory budget is blocked (the stream gives back its oldest segments until the budget
 has room or only the segment being written is left). Every message is charged to the budget when
 it is appended and credited when its segment is dropped.
+
+With ``--data-dir`` the log is ``filtex_broker.streams.durable.DurableStreamLog``, which keeps the
+same segments in files and overrides the hooks here (a segment started, sealed, a message
+written, memory short, a segment's messages wanted).
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ def segment_bytes(max_bytes: int) -> int:
 
 @dataclass(slots=True)
 class Segment:
-    """Consecutive messages from ``first`` on."""
+    """Consecutive messages from ``first`` on: its index (first offset, count, arrival times,
+    size, summary) and, while held in memory, its messages."""
 
     first: int
     times: array[int] = field(default_factory=lambda: array("q"))
@@ -55,22 +59,18 @@ class Segment:
     size: int = 0
     """The message bytes it holds."""
     cost: int = 0
-    """What it is charged to the memory budget."""
+    """What it is charged to the memory budget (0 while its messages are on disk only)."""
     summary: SegmentSummary = field(default_factory=SegmentSummary)
     """The tracked fields' values in its messages, block by block (the fields tracked when
     it started)."""
+    count: int = 0
+    first_time: int = 0
+    """Arrival of its first message (ms; 0 while it is empty)."""
+    last_time: int = 0
 
     @property
     def next(self) -> int:
-        return self.first + len(self.datas)
-
-    @property
-    def first_time(self) -> int:
-        return self.times[0]
-
-    @property
-    def last_time(self) -> int:
-        return self.times[-1]
+        return self.first + self.count
 
 
 def _now_ms() -> int:
@@ -94,6 +94,9 @@ class StreamLog:
         self.next_offset = 0
         """The offset the next message gets."""
         self.dropped_segments = 0
+        self.on_commit: Callable[[], None] | None = None
+        """Told when :attr:`readable` moves on after the append (a durable log: once on disk;
+        the node wakes its readers)."""
         self.tracked: frozenset[FieldRef] = frozenset({STREAM_FILTER_FIELD})
         """The fields new segments summarise: ``x-stream-filter-value`` and every field a
         reader's filter has pinned (:meth:`track`)."""
@@ -108,6 +111,11 @@ class StreamLog:
         """The oldest offset held (``next_offset`` when empty)."""
         return self.segments[0].first if self.segments else self.next_offset
 
+    @property
+    def readable(self) -> int:
+        """Offsets below this may be given to readers (in memory: all, at once)."""
+        return self.next_offset
+
     def __len__(self) -> int:
         return self.next_offset - self.first_offset
 
@@ -121,8 +129,9 @@ class StreamLog:
         segments = self.segments
         segment = segments[-1] if segments else None
         if segment is None or segment.size >= self.segment_bytes:
-            segment = Segment(self.next_offset, summary=SegmentSummary(self.tracked))
-            segments.append(segment)
+            if segment is not None:
+                self._seal(segment)
+            segment = self._start()
         elif now < segment.last_time:
             now = segment.last_time  # arrival times never go back (a clock step)
         offset = self.next_offset
@@ -133,31 +142,59 @@ class StreamLog:
         segment.summary.add(message or FilterMessage(data))
         segment.size += len(data)
         segment.cost += cost
+        if not segment.count:
+            segment.first_time = now
+        segment.count += 1
+        segment.last_time = now
         self.size += len(data)
         self.next_offset = offset + 1
+        self._written(offset, now, data)
         self.budget.charge(cost)
         self.retain(now)
         return offset
+
+    def _start(self) -> Segment:
+        """A new segment from the next offset on, the one written from now on."""
+        segment = Segment(self.next_offset, summary=SegmentSummary(self.tracked))
+        self.segments.append(segment)
+        return segment
+
+    def _seal(self, segment: Segment) -> None:
+        """``segment`` is complete: the next message starts a new one (a durable log writes
+        the summary)."""
+
+    def _written(self, offset: int, at_ms: int, data: bytes) -> None:
+        """A message was appended to the last segment (a durable log writes its record)."""
+
+    def _short_of_memory(self) -> bool:
+        """Whether to drop old segments for the memory budget (a durable log drops the bytes it
+        caches instead, and keeps the segments)."""
+        return self.budget.blocked
+
+    def loaded(self, segment: Segment) -> Segment:
+        """``segment`` with its messages in memory (a durable log may read them from disk)."""
+        return segment
 
     def retain(self, now: int | None = None) -> int:
         """Drop the oldest segments beyond the bounds; returns how many were dropped."""
         dropped = 0
         segments = self.segments
-        while len(segments) > 1 and (self.size > self.max_bytes or self.budget.blocked):
+        while len(segments) > 1 and (self.size > self.max_bytes or self._short_of_memory()):
             self._drop()
             dropped += 1
         if self.max_age_s is not None and segments:
             cutoff = (self.clock() if now is None else now) - int(self.max_age_s * 1000)
-            while segments and segments[0].last_time < cutoff:
+            while segments and segments[0].count and segments[0].last_time < cutoff:
                 self._drop()
                 dropped += 1
         return dropped
 
-    def _drop(self) -> None:
+    def _drop(self) -> Segment:
         segment = self.segments.pop(0)
         self.size -= segment.size
         self.dropped_segments += 1
         self.budget.credit(segment.cost)
+        return segment
 
     def clear(self) -> None:
         """Drop everything (the node is deleted): the budget gets it all back."""
@@ -189,16 +226,19 @@ class StreamLog:
         segment = self._segment_of(offset)
         if segment is None:
             return None
+        segment = self.loaded(segment)
         at = offset - segment.first
+        if at >= len(segment.datas):
+            return None  # unreadable on disk
         return segment.datas[at], segment.origins[at]
 
     def time_of(self, offset: int) -> int | None:
         segment = self._segment_of(offset)
-        return None if segment is None else segment.times[offset - segment.first]
+        return None if segment is None else self.loaded(segment).times[offset - segment.first]
 
     def offset_at(self, at_ms: int) -> int:
         """The first offset that arrived at ``at_ms`` or later (``next_offset`` if none)."""
         for segment in self.segments:
-            if segment.last_time >= at_ms:
-                return segment.first + bisect.bisect_left(segment.times, at_ms)
+            if segment.count and segment.last_time >= at_ms:
+                return segment.first + bisect.bisect_left(self.loaded(segment).times, at_ms)
         return self.next_offset

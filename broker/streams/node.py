@@ -6,7 +6,9 @@ messages its filter set does not match, and is sent a copy of each match with
 ``x-stream-offset`` in its message annotations. A reader at the end waits; a publish wakes it.
 A block of a segment whose summary rules out the reader's filter (what it requires of a
 message, as the node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed
-over unread.
+over unread, and a message that lacks the texts the filter requires is not decoded.
+A segment whose summary rules out the reader's filter (what it requires of a message, as the
+node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed over unread.
 Outcomes change nothing in the log and nothing is redelivered (as RabbitMQ's streams: a consumer
 that wants a message again attaches again from its offset). A reader whose position was dropped
 by retention goes on from the oldest offset still held.
@@ -21,8 +23,10 @@ from typing import ClassVar, Final, NamedTuple, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.entry import Entry
-from filtex_broker.nodes.node import Node, NodeLimits
+from filtex_broker.nodes.node import Durability, Node, NodeLimits
+from filtex_broker.store.log import Store
 from filtex_broker.streams.annotate import with_offset
+from filtex_broker.streams.durable import DurableStreamLog
 from filtex_broker.streams.log import Segment, StreamLog
 from filtex_broker.streams.summaries import BLOCK
 from filtex_proton.matcher import ALWAYS, Condition, decompose, text_prefilter, tracked_fields
@@ -48,9 +52,15 @@ class StreamSettings:
     def wants(self, address: str) -> bool:
         return any(fnmatch.fnmatchcase(address, pattern) for pattern in self.patterns)
 
-    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget) -> Stream:
+    def make(self, address: str, limits: NodeLimits, budget: MemoryBudget,
+             store: Durability | None = None) -> Stream:
+        """The stream at ``address``: on disk with the durable store (``--data-dir``), its
+        segments read back if it has some there."""
+        log = None
+        if isinstance(store, Store):
+            log = DurableStreamLog(address, store, self.max_bytes, self.max_age_s, budget)
         return Stream(address, limits, budget, max_bytes=self.max_bytes,
-                      max_age_s=self.max_age_s)
+                      max_age_s=self.max_age_s, log=log)
 
 
 class Reader(Protocol):
@@ -101,20 +111,27 @@ class Stream(Node):
     kind: ClassVar[str] = "stream"
 
     def __init__(self, name: str, limits: NodeLimits, budget: MemoryBudget | None = None, *,
-                 max_bytes: int, max_age_s: float | None = None) -> None:
+                 max_bytes: int, max_age_s: float | None = None,
+                 log: StreamLog | None = None) -> None:
         super().__init__(name, limits)
-        self.log = StreamLog(max_bytes, max_age_s, budget)
+        self.log = StreamLog(max_bytes, max_age_s, budget) if log is None else log
+        """In memory, or on disk (``log``: ``filtex_broker.streams.durable``)."""
+        self.log.on_commit = self.wake
         self.readers: dict[Reader, ReadPlan] = {}
         """Each reader and how its messages are chosen."""
         self.delivered = 0
         self.skipped = 0
-        """Messages readers passed over unread, in segments their summaries ruled out."""
+        """Messages readers passed over unread, in blocks their summaries ruled out."""
 
     def has_room(self) -> bool:
         return True  # retention makes room: a stream never stalls its producers
 
     def publish(self, message: FilterMessage) -> None:
         self.log.append(message.data, message.origin, message)
+        self.wake()
+
+    def wake(self) -> None:
+        """New messages are readable: readers with credit read them."""
         for reader in self.readers:
             if reader.credit > 0:
                 self.dispatch_to(reader)
@@ -161,22 +178,30 @@ class Stream(Node):
     def remove_reader(self, reader: Reader) -> None:
         self.readers.pop(reader, None)
 
-    @staticmethod
-    def _read_block(segment: Segment, at: int, end: int, reader: Reader,
-                    admits: Callable[[bytes, Hashable], bool]) -> tuple[int, int]:
-        """Deliver what ``admits`` from the segment's ``at``-th message up to ``end`` while
-        the reader has credit: where it stopped and how many it sent."""
-        first, datas, origins = segment.first, segment.datas, segment.origins
+    def _read_segment(self, segment: Segment, position: int, stop: int, reader: Reader,
+                      plan: ReadPlan) -> tuple[int, int]:
+        """Read ``segment`` from offset ``position`` up to ``stop`` for the reader while it
+        has credit, block by block: where it stopped and how many it sent. The messages are
+        loaded (a durable log may read them from disk) only for a block the summary admits."""
         sent = 0
-        while at < end:
-            data = datas[at]
-            at += 1
-            if admits(data, origins[at - 1]):
-                reader.deliver(with_offset(data, first + at - 1))
-                sent += 1
-                if reader.credit <= 0:
-                    break
-        return at, sent
+        loaded: Segment | None = None
+        first = segment.first
+        while position < stop and reader.credit > 0:
+            block_end = min(stop, first + ((position - first) // BLOCK + 1) * BLOCK)
+            if plan.may_skip and not segment.summary.may_match(position - first,
+                                                               plan.condition):
+                self.skipped += block_end - position
+                position = block_end
+                continue
+            if loaded is None:
+                loaded = self.log.loaded(segment)
+            held = first + len(loaded.datas)
+            if held <= position:  # unreadable on disk: passed over
+                return stop, sent
+            position, taken = _read_block(loaded, position, min(block_end, held), reader,
+                                          plan.admits)
+            sent += taken
+        return position, sent
 
     def dispatch_to(self, reader: Reader) -> int:
         """Send the reader what it matches from its position while it has credit; returns how
@@ -186,20 +211,33 @@ class Stream(Node):
         position = max(reader.position, log.first_offset)
         index = log.segment_index(position)
         plan = self.readers.get(reader) or ReadPlan.of(reader.filter)
+        end = log.readable  # (a durable log: what is on disk)
         sent = 0
-        while reader.credit > 0 and index < len(segments):
+        while reader.credit > 0 and index < len(segments) and position < end:
             segment = segments[index]
             index += 1
-            at = position - segment.first
-            while at < len(segment.datas) and reader.credit > 0:
-                end = min(len(segment.datas), (at // BLOCK + 1) * BLOCK)
-                if plan.may_skip and not segment.summary.may_match(at, plan.condition):
-                    self.skipped += end - at
-                    at = end
-                    continue
-                at, taken = self._read_block(segment, at, end, reader, plan.admits)
-                sent += taken
-            position = segment.first + at
+            position = max(position, segment.first)  # (offsets lost with an unreadable file)
+            position, taken = self._read_segment(segment, position, min(segment.next, end),
+                                                 reader, plan)
+            sent += taken
         reader.position = position
         self.delivered += sent
         return sent
+
+
+def _read_block(segment: Segment, position: int, end: int, reader: Reader,
+                admits: Callable[[bytes, Hashable], bool]) -> tuple[int, int]:
+    """Deliver what ``admits`` from offset ``position`` up to ``end`` while the reader has
+    credit: where it stopped and how many it sent."""
+    first, datas, origins = segment.first, segment.datas, segment.origins
+    at, stop = position - first, end - first
+    sent = 0
+    while at < stop:
+        data = datas[at]
+        at += 1
+        if admits(data, origins[at - 1]):
+            reader.deliver(with_offset(data, first + at - 1))
+            sent += 1
+            if reader.credit <= 0:
+                break
+    return first + at, sent

@@ -42,8 +42,10 @@ class SegmentSummary:
         blocks[-1].add(message)
 
     def may_match(self, at: int, condition: Condition) -> bool:
-        """Whether the block holding the segment's ``at``-th message may match."""
-        return self.blocks[at // BLOCK].may_match(condition)
+        """Whether the block holding the segment's ``at``-th message may match (True for a
+        message it has no block for: nothing is ruled out unseen)."""
+        block = at // BLOCK
+        return block >= len(self.blocks) or self.blocks[block].may_match(condition)
 
     def encode(self) -> bytes:
         """Every block's summary, as one AMQP list of their encodings."""

@@ -113,6 +113,18 @@ def lines_until(proc: subprocess.Popen[str], stop: str) -> list[str]:
     raise AssertionError(f"the client exited (status {proc.wait()}) before {stop!r}")
 
 
+def first_lines(proc: subprocess.Popen[str], count: int) -> list[str]:
+    """The client's first ``count`` lines (it runs on: the rest is its to say); fails if it
+    exits first."""
+    assert proc.stdout is not None
+    out: list[str] = []
+    while len(out) < count:
+        line = proc.stdout.readline()
+        assert line, "the client ended early"
+        out.append(line.strip())
+    return out
+
+
 def numbers(lines: list[str], kind: str) -> list[int]:
     return [int(line.split()[1]) for line in lines if line.startswith(kind + " ")]
 

@@ -34,7 +34,7 @@ from .broker_clients import (
     sql,
     wait_received,
 )
-from .fault_clients import BrokerProcess, client, lines_until, number, numbers
+from .fault_clients import BrokerProcess, client, first_lines, lines_until, number, numbers
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -120,12 +120,7 @@ def test_broker_killed_mid_stream_loses_nothing_it_accepted(
         m = receiver.receive(timeout=TIMEOUT)
         receiver.accept()
         consumed.append(number(m))
-    assert producer.stdout is not None
-    early: list[str] = []
-    while len(early) < 2000:  # mid-stream: the producer has more in flight
-        line = producer.stdout.readline()
-        assert line, "the producer ended early"
-        early.append(line.strip())
+    early = first_lines(producer, 2000)  # mid-stream: the producer has more in flight
     broker_process.kill()
     rest, _ = producer.communicate(timeout=TIMEOUT)
     accepted = set(numbers(early + rest.splitlines(), "A"))

@@ -106,3 +106,31 @@ def decoded(handler: RawReceiver, index: int) -> Message:
     decoded_message = Message()
     decoded_message.decode(data)
     return decoded_message
+
+
+def read_everything(url: str, address: str, **entries: Described) -> list[tuple[int, int]]:
+    """Everything a new consumer with these entries gets, in rounds of drained credit until a
+    round brings nothing (more than :func:`read_all`'s one round)."""
+    connection = connect(url)
+    try:
+        receiver, handler = consumer(connection, address, **entries)
+        link = receiver.link
+        while True:
+            before = len(handler.received)
+            link.drain(500)
+            connection.wait(lambda: not link.draining(), timeout=TIMEOUT,
+                            msg="waiting for drain")
+            if len(handler.received) == before:
+                break
+        return [(number_of(data), offset_of(data)) for data, _ in handler.received]
+    finally:
+        connection.close()
+
+
+def restart(broker_factory: BrokerFactory, running: RunningBroker,
+            **overrides: Any) -> RunningBroker:
+    """Stop a broker cleanly and start another with ``overrides`` (its data directory)."""
+    running.broker.stop()
+    running.thread.join(TIMEOUT)
+    assert not running.thread.is_alive()
+    return stream_broker(broker_factory, **overrides)
