@@ -10,11 +10,9 @@ old and new, are served again. Bounded in time and in messages.
 from __future__ import annotations
 
 import contextlib
-import gc
 import re
 import sys
 import time
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +38,7 @@ from filtex_proton.plugin import FilterMessage, FiltexPlugin, LinkFilter
 
 from ..broker_clients import TIMEOUT, BrokerFactory, RawReceiver, connect, raw_receiver
 from ..fault_clients import BrokerProcess
+from ..traced import traced_per_message
 
 MiB = 1 << 20
 
@@ -265,18 +264,7 @@ def test_cost_model_against_tracemalloc(body: Any, properties: dict[str, Any]) -
                       address="q", id=7).encode()
     count = 5000
     queue = Queue("q", NodeLimits(1 << 30, 1 << 40), budget=MemoryBudget())
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(count):
-            message = FiltexPlugin.message(bytes(bytearray(encoded)), origin=1)  # as received
-            message.validate()
-            queue.publish(message)
-        gc.collect()
-        measured = (tracemalloc.get_traced_memory()[0] - before) / count
-    finally:
-        tracemalloc.stop()
+    measured = traced_per_message(queue.publish, [encoded], count)
     accounted = queue.budget.accounted / count  # type: ignore[union-attr]
     print(f"{len(encoded)} bytes: measured {measured:.0f}, accounted {accounted:.0f}")
     assert 0.85 * measured <= accounted <= 1.3 * measured
@@ -297,21 +285,6 @@ class _Idle:
         raise AssertionError("no credit")
 
 
-def _traced_per_message(queue: Queue, encoded: list[bytes], count: int) -> float:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for n in range(count):
-            message = FiltexPlugin.message(bytes(bytearray(encoded[n % len(encoded)])), origin=1)
-            message.validate()
-            queue.publish(message)
-        gc.collect()
-        return (tracemalloc.get_traced_memory()[0] - before) / count
-    finally:
-        tracemalloc.stop()
-
-
 def test_entries_kept_for_filtered_consumers_cost_what_others_do() -> None:
     """With filtered consumers a queue keeps each message's arrival (the consumers that may match
     it); messages with the same candidates share one, so such an entry costs what the model
@@ -324,8 +297,8 @@ def test_entries_kept_for_filtered_consumers_cost_what_others_do() -> None:
     watched = Queue("q", NodeLimits(1 << 30, 1 << 40), budget=MemoryBudget())
     for text in [f"n = {n}" for n in range(10)] + ["n >= 5", "n < 3 OR n = 7"]:
         watched.add_consumer(_Idle(text))  # type: ignore[arg-type]
-    plain = _traced_per_message(alone, encoded, count)
-    kept = _traced_per_message(watched, encoded, count)
+    plain = traced_per_message(alone.publish, encoded, count)
+    kept = traced_per_message(watched.publish, encoded, count)
     assert all(e.arrival is not None for e in watched.entries())
     print(f"per entry: {plain:.0f} bytes alone, {kept:.0f} with 12 filtered consumers")
     assert kept <= plain + 8
@@ -341,18 +314,7 @@ def test_cost_model_of_a_fan_out_against_tracemalloc() -> None:
     topic = Registry(NodeLimits(1 << 30, 1 << 40), "DLQ", budget).node("t", topic=True)
     for _ in range(3):
         topic.subscribe(None, None)  # type: ignore[attr-defined]
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(count):
-            message = FiltexPlugin.message(bytes(bytearray(encoded)), origin=1)
-            message.validate()
-            topic.publish(message)
-        gc.collect()
-        measured = (tracemalloc.get_traced_memory()[0] - before) / count
-    finally:
-        tracemalloc.stop()
+    measured = traced_per_message(topic.publish, [encoded], count)
     accounted = budget.accounted / count
     print(f"fan-out of {len(encoded)} bytes to 3: measured {measured:.0f}, "
           f"accounted {accounted:.0f}")

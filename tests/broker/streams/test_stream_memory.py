@@ -8,8 +8,6 @@ model (``PER_RECORD`` + ``bytes_cost``) must stay within a margin of it, as the 
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
 from typing import Any
 
 import pytest
@@ -18,7 +16,8 @@ from proton import Message
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.node import NodeLimits
 from filtex_broker.streams.node import Stream
-from filtex_proton.plugin import FiltexPlugin
+
+from ..traced import traced_per_message
 
 
 @pytest.mark.parametrize(("body", "properties"), [
@@ -31,18 +30,7 @@ def test_cost_model_against_tracemalloc(body: Any, properties: dict[str, Any]) -
     count = 10_000
     budget = MemoryBudget()
     stream = Stream("s", NodeLimits(1 << 30, 1 << 40), budget, max_bytes=1 << 40)
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for _ in range(count):
-            message = FiltexPlugin.message(bytes(bytearray(encoded)), origin=1)  # as received
-            message.validate()
-            stream.publish(message)
-        gc.collect()
-        measured = (tracemalloc.get_traced_memory()[0] - before) / count
-    finally:
-        tracemalloc.stop()
+    measured = traced_per_message(stream.publish, [encoded], count)
     accounted = budget.accounted / count
     print(f"{len(encoded)} bytes: measured {measured:.0f}, accounted {accounted:.0f}")
     assert 0.85 * measured <= accounted <= 1.3 * measured
