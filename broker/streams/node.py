@@ -29,7 +29,16 @@ from filtex_broker.streams.annotate import with_offset
 from filtex_broker.streams.durable import DurableStreamLog
 from filtex_broker.streams.log import Segment, StreamLog
 from filtex_broker.streams.summaries import BLOCK
-from filtex_proton.matcher import ALWAYS, Condition, decompose, text_prefilter, tracked_fields
+from filtex_proton.matcher import (
+    ALWAYS,
+    Arrival,
+    Condition,
+    NodeMatcher,
+    Verdict,
+    decompose,
+    text_prefilter,
+    tracked_fields,
+)
 from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 
 __all__ = ["MAX_TRACKED", "ReadPlan", "Reader", "Stream", "StreamSettings"]
@@ -63,7 +72,7 @@ class StreamSettings:
                       max_age_s=self.max_age_s, log=log)
 
 
-class Reader(Protocol):
+class Reader(Hashable, Protocol):
     """A consumer of a stream, as the node sees it (hashed by identity: the stream keys what it
     knows of each reader by the reader)."""
 
@@ -119,6 +128,8 @@ class Stream(Node):
         self.log.on_commit = self.wake
         self.readers: dict[Reader, ReadPlan] = {}
         """Each reader and how its messages are chosen."""
+        self.matcher: NodeMatcher[Reader] = NodeMatcher()
+        """The readers' filters, indexed: who may take a message as it is published."""
         self.delivered = 0
         self.skipped = 0
         """Messages readers passed over unread, in blocks their summaries ruled out."""
@@ -127,8 +138,35 @@ class Stream(Node):
         return True  # retention makes room: a stream never stalls its producers
 
     def publish(self, message: FilterMessage) -> None:
-        self.log.append(message.data, message.origin, message)
-        self.wake()
+        offset = self.log.append(message.data, message.origin, message)
+        if self.log.readable > offset:  # in memory: readable at once
+            self._tail(message, offset)
+        # (a durable log wakes the readers once the message is on disk: on_commit)
+
+    def _tail(self, message: FilterMessage, offset: int) -> None:
+        """The message just appended, to the readers with credit: those waiting at the end
+        share one node-matcher pass, one decoded view and one annotated copy; the others
+        catch up from their positions."""
+        arrival: Arrival[Reader] | None = None
+        copy: bytes | None = None
+        matcher = self.matcher
+        for reader in self.readers:
+            if reader.credit <= 0:
+                continue
+            if reader.position != offset:
+                self.dispatch_to(reader)
+                continue
+            reader.position = offset + 1
+            if reader.filter is not None:
+                if arrival is None:
+                    arrival = matcher.arrival(message)
+                if not arrival.may_match(reader) or (
+                        matcher.verdict(reader, message) is not Verdict.MATCHED):
+                    continue
+            if copy is None:
+                copy = with_offset(message.data, offset)
+            reader.deliver(copy)
+            self.delivered += 1
 
     def wake(self) -> None:
         """New messages are readable: readers with credit read them."""
@@ -143,7 +181,8 @@ class Stream(Node):
         return len(self.log)
 
     def destroy(self) -> None:
-        self.readers.clear()
+        for reader in list(self.readers):
+            self.remove_reader(reader)
         self.log.clear()
 
     # -- readers -------------------------------------------------------------------------
@@ -169,6 +208,7 @@ class Stream(Node):
         """Read for ``reader`` from now on; the fields its filter pins are summarised in the
         segments started from now on (up to :data:`MAX_TRACKED` fields per stream)."""
         plan = self.readers[reader] = ReadPlan.of(reader.filter)
+        self.matcher.register(reader, reader.filter)
         log = self.log
         room = MAX_TRACKED - len(log.tracked)
         new = sorted(tracked_fields(plan.condition) - log.tracked, key=repr)[:max(room, 0)]
@@ -177,6 +217,7 @@ class Stream(Node):
 
     def remove_reader(self, reader: Reader) -> None:
         self.readers.pop(reader, None)
+        self.matcher.unregister(reader)
 
     def _read_segment(self, segment: Segment, position: int, stop: int, reader: Reader,
                       plan: ReadPlan) -> tuple[int, int]:

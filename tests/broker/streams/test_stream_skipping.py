@@ -74,10 +74,11 @@ def test_a_stream_filter_passes_over_segments_without_its_value() -> None:
 def test_fields_a_reader_pins_are_summarised_from_the_next_segment() -> None:
     stream = _stream()
     _publish(stream, range(1000))
-    early = FakeReader(credit=1000, filter=link_filter(f=_sql("n = 99999")))
+    early = FakeReader(filter=link_filter(f=_sql("n = 99999")))  # no credit: reads later
     stream.add_reader(early)  # n is tracked from the segment after the current one
     open_at_attach = stream.log.segments[-1].first
     _publish(stream, range(1000, 4000))
+    early.credit = 1000
     stream.dispatch_to(early)
     assert early.got == [] and early.position == 4000
     tracked = [s for s in stream.log.segments if s.first > open_at_attach]
