@@ -4,7 +4,8 @@ A differential test without sockets: the same messages (varied in all six sectio
 connections) go into a queue (``filtex_broker.nodes.queue.Queue``, through its node matcher) and
 into a stream whose segments are small and whose summaries track the filter's fields from the
 second segment on (a reader with the same filter attached first), so that the block summaries and
-the byte search take part; a consumer drains the queue and a reader reads the stream from
+the byte search take part (and a reader waiting at the end, served through the stream's node
+matcher, gets the same); a consumer drains the queue and a reader reads the stream from
 ``first``; both must get the same messages in the same order. One row per filter type of the
 filter expressions spec (§ numbers of AMQP Filter Expressions 1.0) and of the Apache and
 RabbitMQ types filtex-broker accepts.
@@ -119,15 +120,21 @@ def _from_queue(entry: Described) -> list[int]:
 
 
 def _from_stream(entry: Described) -> tuple[list[int], Stream]:
+    """What a reader from ``first`` gets, after the messages were published; also checks that
+    a reader waiting at the end while they were published (through the node matcher) got the
+    same."""
     stream = Stream("s", LIMITS, max_bytes=1 << 30)
     stream.log.segment_bytes = 2048  # about ten messages a segment: many summaries
-    stream.add_reader(FakeReader(filter=_link(entry)))  # its fields tracked from segment 2
+    tail = FakeReader(credit=1 << 20, filter=_link(entry))  # its fields tracked from segment 2
+    stream.add_reader(tail)
     for message in _messages():
         stream.publish(message)
     reader = FakeReader(credit=1 << 20, filter=_link(entry))
     stream.add_reader(reader)
     stream.dispatch_to(reader)
-    return [_number(data) for data in reader.got], stream
+    got = [_number(data) for data in reader.got]
+    assert [_number(data) for data in tail.got] == got, "at the end and from first alike"
+    return got, stream
 
 
 @pytest.mark.parametrize("name", FILTERS)
