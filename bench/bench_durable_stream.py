@@ -43,6 +43,13 @@ def main() -> int:
     parser.add_argument("--dir", type=Path, default=None,
                         help="where the data directories go (default: a temporary folder)")
     args = parser.parse_args()
+    if args.messages < 1 or args.runs < 1:
+        parser.error("--messages and --runs must be at least 1")
+    if args.dir is not None:
+        try:
+            args.dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--dir {args.dir}: {exc.strerror}")
     loadgen = build_loadgen()
     rates: dict[str, list[float]] = {"queue.q": [], "stream.s": []}
     root = Path(tempfile.mkdtemp(prefix="bench-durable-", dir=args.dir))
