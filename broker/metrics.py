@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from filtex_broker.nodes.consumer import Consumer
     from filtex_broker.nodes.node import Node
     from filtex_broker.streams.consumer import StreamConsumer
+    from filtex_broker.streams.node import StreamFigures
 
     AnyConsumer = Consumer | StreamConsumer
 
@@ -81,6 +82,10 @@ class BrokerSnapshot:
     memory_limit: int = 0
     producers_blocked: bool = False
     memory_blockings: int = 0
+    streams: dict[str, StreamFigures] | None = None
+    """``--stream``: each stream's offsets, segments and skipping."""
+    stream_lags: dict[tuple[str, str], int] | None = None
+    """(stream, consumer link name) -> offsets from the consumer's position to the end."""
 
 
 class BrokerMetrics:
@@ -220,6 +225,8 @@ class BrokerMetrics:
                        "and blocked its producers", None, {"": state.memory_blockings})
         if state.archive is not None:
             yield from _archive_metrics(state.archive)
+        if state.streams:
+            yield from _stream_metrics(state.streams, state.stream_lags or {})
 
 
 class _Collector(Collector):
@@ -300,3 +307,32 @@ def _depth_gauge(depths: dict[tuple[str, str], int]) -> Metric:
     return _family(GaugeMetricFamily, "filtex_node_depth",
                    "Messages held by a node (queued or delivered and unsettled)",
                    ("kind", "node"), depths)
+
+
+_STREAM_GAUGES: Final = (
+    ("filtex_stream_bytes", "Message bytes a stream holds", "bytes"),
+    ("filtex_stream_first_offset", "The oldest offset a stream holds (its next offset when "
+     "empty)", "first_offset"),
+    ("filtex_stream_next_offset", "The offset a stream's next message gets", "next_offset"),
+    ("filtex_stream_segments", "Segments a stream holds", "segments"),
+)
+_STREAM_COUNTERS: Final = (
+    ("filtex_stream_segments_dropped", "Segments retention dropped (by bytes, age or memory)",
+     "dropped_segments"),
+    ("filtex_stream_messages_skipped", "Messages stream readers passed over unread, in blocks "
+     "whose summaries ruled their filters out", "skipped"),
+)
+
+
+def _stream_metrics(streams: Mapping[str, StreamFigures],
+                    lags: Mapping[tuple[str, str], int]) -> Iterator[Metric]:
+    """Per stream its figures; per stream consumer its lag."""
+    for name, text, attribute in _STREAM_GAUGES:
+        yield _gauge(name, text, "node", {node: getattr(figures, attribute)
+                                          for node, figures in streams.items()})
+    for name, text, attribute in _STREAM_COUNTERS:
+        yield _counter(name, text, "node", {node: getattr(figures, attribute)
+                                            for node, figures in streams.items()})
+    yield _family(GaugeMetricFamily, "filtex_stream_consumer_lag",
+                  "Offsets from a stream consumer's position to the stream's end",
+                  ("node", "link"), dict(lags))

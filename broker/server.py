@@ -39,7 +39,8 @@ from filtex_broker.nodes.node import NodeLimits
 from filtex_broker.nodes.registry import Registry, fold_deleted
 from filtex_broker.security.gate import SecureAcceptor
 from filtex_broker.security.setup import build_gate, reload_users, tls_listeners
-from filtex_broker.streams.node import StreamSettings
+from filtex_broker.streams.consumer import StreamConsumer
+from filtex_broker.streams.node import Stream, StreamFigures, StreamSettings
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
@@ -241,7 +242,16 @@ class Broker:
         refusals = dict(self.plugin.stats.refusals)
         for reason, count in list(self.links.refusals.items()):
             refusals[reason] = refusals.get(reason, 0) + count
+        streams: dict[str, StreamFigures] = {}
+        lags: dict[tuple[str, str], int] = {}
+        for name, node in list(self.registry.nodes.items()):
+            if isinstance(node, Stream):
+                figures = streams[name] = node.figures()
+                for reader in list(node.readers):
+                    if isinstance(reader, StreamConsumer):
+                        lags[(name, reader.name)] = figures.reader_at(reader.position)[1]
         return BrokerSnapshot(
+            streams=streams, stream_lags=lags,
             refusals=refusals,
             depths={(node.kind, name): node.depth()
                     for name, node in list(self.registry.nodes.items())},

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from filtex_broker.console.snapshot import LinkCopy, NodeCopy, Overview, PeekedMessage
+from filtex_broker.streams.node import StreamFigures
 from filtex_proton.limits import Limits
 from filtex_proton.plugin import FilterSet
 from filtex_proton.tester import KINDS, check, describe, message_json, pushdown_json, verdict
@@ -56,6 +57,7 @@ def _link_json(link: LinkCopy, describer: Describer) -> dict[str, Any]:
         "filtered": link.filter_set is not None,
         "filters": describer(link.filter_set) if link.filter_set is not None else [],
         "counters": link.counters, "pushed_down": link.pushed_down, "received": link.received,
+        "position": link.position, "lag": link.lag,
     }
 
 
@@ -65,7 +67,18 @@ def _node_json(node: NodeCopy, describer: Describer) -> dict[str, Any]:
     filtered_out = sum(link.filtered_out for link in node.links)
     return {"name": node.name, "kind": node.kind, "depth": node.depth, "bytes": node.bytes,
             "in": node.messages_in, "out": out, "filtered_out": filtered_out,
-            "consumers": node.consumers, "producers": node.producers, "links": links}
+            "consumers": node.consumers, "producers": node.producers, "links": links,
+            "stream": _stream_json(node.stream)}
+
+
+def _stream_json(figures: StreamFigures | None) -> dict[str, Any] | None:
+    if figures is None:
+        return None
+    held = figures.messages > 0
+    return {"first_offset": figures.first_offset if held else None,
+            "last_offset": figures.last_offset,
+            "next_offset": figures.next_offset, "segments": figures.segments,
+            "segments_dropped": figures.dropped_segments, "skipped": figures.skipped}
 
 
 def overview_json(state: Overview, describer: Describer) -> dict[str, Any]:

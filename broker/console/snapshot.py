@@ -18,6 +18,8 @@ from filtex_broker.nodes.consumer import Consumer
 from filtex_broker.nodes.queue import Queue
 from filtex_broker.nodes.topic import Subscription, Topic
 from filtex_broker.relay.consumers import RelayConsumer
+from filtex_broker.streams.consumer import StreamConsumer
+from filtex_broker.streams.node import Stream, StreamFigures
 from filtex_proton import __version__
 from filtex_proton.plugin import FilterSet, FilterStats, LinkFilter, Refusal
 
@@ -68,6 +70,10 @@ class LinkCopy:
     """Relay mode: the JMS selector put on the upstream source (None: nothing pushed)."""
     received: int | None = None
     """Relay mode: messages taken from the upstream on this link (None: not a relay link)."""
+    position: int | None = None
+    """A stream consumer: the next offset it reads (None: not a stream consumer)."""
+    lag: int | None = None
+    """A stream consumer: the offsets from its position to the stream's end."""
 
     @property
     def filtered_out(self) -> int:
@@ -90,6 +96,8 @@ class NodeCopy:
     consumers: int
     producers: int
     links: list[LinkCopy] = field(default_factory=list)
+    stream: StreamFigures | None = None
+    """A stream's offsets and segments (None: not a stream)."""
 
 
 @dataclass(slots=True)
@@ -124,7 +132,7 @@ def _filter_set(link_filter: LinkFilter | None) -> FilterSet | None:
     return link_filter.filter_set if link_filter is not None else None
 
 
-def _consumer_copy(consumer: Consumer, peer: dict[int, tuple[int, str]],
+def _consumer_copy(consumer: Consumer | StreamConsumer, peer: dict[int, tuple[int, str]],
                    subscription: Subscription | None) -> LinkCopy:
     link_filter = subscription.filter if subscription is not None else consumer.filter
     filter_set = _filter_set(link_filter)
@@ -168,6 +176,28 @@ def _consumers_of(node: Queue | Topic) -> Iterator[tuple[Consumer, Subscription 
             yield outlet, None
 
 
+def _copy_queue_or_topic(node: Queue | Topic, copy: NodeCopy,
+                         peer: dict[int, tuple[int, str]]) -> None:
+    copy.bytes = (node.bytes if isinstance(node, Queue)
+                  else sum(s.queue.bytes for s in node.subscriptions))
+    for consumer, subscription in _consumers_of(node):
+        copy.links.append(_consumer_copy(consumer, peer, subscription))
+    if isinstance(node, Topic):
+        copy.links.extend(_detached_subscription(s) for s in node.subscriptions
+                          if not s.consumers and s.durable)
+
+
+def _copy_stream(stream: Stream, copy: NodeCopy, peer: dict[int, tuple[int, str]]) -> None:
+    """A stream's figures, and each reader with its position and lag."""
+    figures = copy.stream = stream.figures()
+    copy.bytes = figures.bytes
+    for reader in stream.readers:
+        if isinstance(reader, StreamConsumer):
+            link = _consumer_copy(reader, peer, None)
+            link.position, link.lag = figures.reader_at(reader.position)
+            copy.links.append(link)
+
+
 def overview(broker: Inspected) -> Overview:
     """Every node and link with their counters (run it on the reactor thread)."""
     peer: dict[int, tuple[int, str]] = {}
@@ -186,17 +216,14 @@ def overview(broker: Inspected) -> Overview:
     nodes: list[NodeCopy] = []
     messages_in = broker.messages_in
     for name, node in list(broker.registry.nodes.items()):
-        if not isinstance(node, Queue | Topic):
+        if not isinstance(node, Queue | Topic | Stream):
             continue
-        size = (node.bytes if isinstance(node, Queue)
-                else sum(s.queue.bytes for s in node.subscriptions))
-        copy = NodeCopy(name, node.kind, node.depth(), size, messages_in.get(name, 0), 0,
+        copy = NodeCopy(name, node.kind, node.depth(), 0, messages_in.get(name, 0), 0,
                         producers.get(name, 0))
-        for consumer, subscription in _consumers_of(node):
-            copy.links.append(_consumer_copy(consumer, peer, subscription))
-        if isinstance(node, Topic):
-            copy.links.extend(_detached_subscription(s) for s in node.subscriptions
-                              if not s.consumers and s.durable)
+        if isinstance(node, Stream):
+            _copy_stream(node, copy, peer)
+        else:
+            _copy_queue_or_topic(node, copy, peer)
         copy.consumers = sum(1 for link in copy.links if link.attached)
         nodes.append(copy)
     upstream = broker.links.upstream
@@ -260,9 +287,12 @@ def peek(broker: Inspected, name: str, limit: int) -> list[PeekedMessage] | None
     """The last ``limit`` messages a node holds, oldest first; None if there is no such node.
 
     Nothing is consumed, settled or reordered: the entries are listed, not taken. A topic
-    keeps nothing itself: its subscriptions' copies are listed, each message once.
+    keeps nothing itself: its subscriptions' copies are listed, each message once. A
+    stream's are listed by offset, as they arrived (without ``x-stream-offset``).
     """
     node = broker.registry.nodes.get(name)
+    if isinstance(node, Stream):
+        return _peek_stream(node, limit)
     if isinstance(node, Queue):
         entries = node.entries()[-limit:] if limit > 0 else []
     elif isinstance(node, Topic):
@@ -278,3 +308,14 @@ def peek(broker: Inspected, name: str, limit: int) -> list[PeekedMessage] | None
         return None
     return [PeekedMessage(entry.pos, "queued" if entry.owner is None else "delivered",
                           entry.data, entry.origin) for entry in entries]
+
+
+def _peek_stream(stream: Stream, limit: int) -> list[PeekedMessage]:
+    log = stream.log
+    end = log.next_offset
+    peeked = []
+    for offset in range(max(log.first_offset, end - limit) if limit > 0 else end, end):
+        found = log.read(offset)
+        if found is not None:
+            peeked.append(PeekedMessage(offset, "held", found[0], found[1]))
+    return peeked

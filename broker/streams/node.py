@@ -41,7 +41,7 @@ from filtex_proton.matcher import (
 )
 from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 
-__all__ = ["MAX_TRACKED", "ReadPlan", "Reader", "Stream", "StreamSettings"]
+__all__ = ["MAX_TRACKED", "ReadPlan", "Reader", "Stream", "StreamFigures", "StreamSettings"]
 
 MAX_TRACKED: Final = 32
 """Fields a stream's segments summarise at most (each costs a read per message appended);
@@ -83,6 +83,35 @@ class Reader(Hashable, Protocol):
     def deliver(self, data: bytes) -> None:
         """Send one message (the node has checked credit and the filter); uses one credit."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class StreamFigures:
+    """What a stream holds, as the console and the metrics show it (one reading, so that
+    its numbers agree with each other)."""
+
+    messages: int
+    bytes: int
+    first_offset: int
+    """The oldest offset held (``next_offset`` when empty)."""
+    next_offset: int
+    """The offset the next message gets."""
+    segments: int
+    dropped_segments: int
+    """Segments retention has dropped since the stream was created."""
+    skipped: int
+    """Messages readers passed over in blocks their summaries ruled out."""
+
+    @property
+    def last_offset(self) -> int | None:
+        """The newest offset held; None when the stream holds nothing."""
+        return self.next_offset - 1 if self.messages else None
+
+    def reader_at(self, position: int) -> tuple[int, int]:
+        """A reader's next offset and its lag (the offsets from there to the end) given its
+        ``position``: one retention dropped goes on from the oldest offset held."""
+        at = max(position, self.first_offset)
+        return at, self.next_offset - at
 
 
 class ReadPlan(NamedTuple):
@@ -184,6 +213,16 @@ class Stream(Node):
         for reader in list(self.readers):
             self.remove_reader(reader)
         self.log.clear()
+
+    def figures(self) -> StreamFigures:
+        """The log's numbers; safe from another thread (the metrics' scrape): the segment
+        list is copied once, so a segment retention drops meanwhile cannot break the read."""
+        log = self.log
+        next_offset = log.next_offset
+        segments = list(log.segments)
+        first = segments[0].first if segments else next_offset
+        return StreamFigures(next_offset - first, log.size, first, next_offset, len(segments),
+                             log.dropped_segments, self.skipped)
 
     # -- readers -------------------------------------------------------------------------
 

@@ -47,6 +47,17 @@ async function api(path, options) {
   return body;
 }
 
+// A stream's offsets and segments, in one cell: "0–9, next 10; 1 segment, 0 dropped".
+function streamCell(stream) {
+  if (!stream) return el("td", { "data-field": "stream" });
+  const held = stream.first_offset === null ? "empty"
+    : `${stream.first_offset}–${stream.last_offset}`;
+  const segments = `${stream.segments} segment${stream.segments === 1 ? "" : "s"}`;
+  return el("td", { "data-field": "stream", class: "stream",
+                    title: "offsets held, the next offset, segments held and dropped by retention" },
+    `${held}, next ${stream.next_offset}; ${segments}, ${stream.segments_dropped} dropped`);
+}
+
 function renderNodes(state, seconds) {
   const before = new Map((previous ? previous.nodes : []).map((n) => [n.name, n]));
   const tbody = document.querySelector("#nodes tbody");
@@ -61,7 +72,7 @@ function renderNodes(state, seconds) {
       num(rate(node.out, old.out, seconds, latestRate(history, "nodes", node.name, "out"))),
       num(node.filtered_out, { "data-field": "filtered_out" }),
       num(node.consumers, { "data-field": "consumers" }),
-      num(node.producers, { "data-field": "producers" }),
+      num(node.producers, { "data-field": "producers" }), streamCell(node.stream),
       chartCell(history && CHARTS.nodeRates(history, node.name)),
       chartCell(history && CHARTS.nodeDepth(history, node.name)));
   }));
@@ -81,7 +92,11 @@ function renderLinks(state, seconds) {
   const blocks = [];
   for (const node of state.nodes) {
     if (!node.links.length) continue;
+    const stream = Boolean(node.stream);
     const head = el("tr", {}, el("th", {}, "link"), el("th", {}, "peer"), el("th", {}, "role"),
+      ...(stream ? [el("th", { title: "the next offset it reads" }, "position"),
+                    el("th", { title: "offsets from its position to the stream's end" }, "lag")]
+                 : []),
       el("th", {}, "credit"), el("th", {}, "sent"), el("th", {}, "sent/s"),
       el("th", {}, "unsettled"), el("th", {}, "filters"),
       el("th", { title: "matched and not matched per second, last 15 minutes" },
@@ -102,6 +117,8 @@ function renderLinks(state, seconds) {
         el("td", { class: "peer", title: link.peer },
            (link.connection === null ? "" : `#${link.connection} `) + link.peer.split("@").pop()),
         el("td", {}, link.role + (link.durable ? ", durable" : "")),
+        ...(stream ? [num(link.position, { "data-counter": "position" }),
+                      num(link.lag, { "data-counter": "lag" })] : []),
         num(link.credit), num(link.sent, { "data-counter": "sent" }),
         num(rate(link.sent, old.sent, seconds)), num(link.unsettled),
         el("td", { class: "filters" }, filters),
