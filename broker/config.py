@@ -346,8 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--data-dir", metavar="DIR",
-        help="keep queues and durable subscriptions in fsync'ed logs in DIR, replayed on start "
-        "(default: in memory only)",
+        help="keep queues, durable subscriptions and streams in fsync'ed logs in DIR, replayed "
+        "on start (default: in memory only)",
     )
     parser.add_argument(
         "--disable", action="append", metavar="TYPE",
