@@ -4,7 +4,9 @@
 ``replay`` re-publishes them to a live address (a backfill); ``explain`` shows,
 without Spark, which filter runs as Spark expressions and which in the engine.
 The entry point also runs under ``spark-submit`` (pass this file), which then
-decides the master.
+decides the master. With ``--remote sc://HOST:PORT`` (or ``$SPARK_REMOTE``) the
+queries go to a running Spark Connect server instead, and no JVM starts here
+(connect.py).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import datetime as dt
 import importlib.util
 import json
+import os
 import signal
 import sys
 import threading
@@ -53,6 +56,13 @@ examples:
   # which filter runs as Spark expressions, which in the engine, and why (no Spark needed)
   filtex-spark explain --filter "a.amount * 2 > 100 AND p.subject LIKE 'order.%'"
 
+  # through a running Spark Connect server (no JVM here): the files are read there
+  filtex-spark select --remote sc://spark-head:15002 --archive /data/archive --count \\
+      --filter "p.subject = 'order.created'"
+
+  # can that server run the filters the engine evaluates? (its Python needs filtex-proton)
+  filtex-spark explain --remote sc://spark-head:15002 --filter "a.amount * 2 > 100"
+
   # on a cluster: the same entry point under spark-submit
   spark-submit --master spark://head:7077 "$(python -c \\
       'import filtex_proton.spark.cli as c; print(c.__file__)')" select --archive ... --count
@@ -74,9 +84,16 @@ def _common() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--master", default=argparse.SUPPRESS,
                         help="Spark master (default: spark-submit's, else local[*])")
-    common.add_argument("--conf", action="append", default=argparse.SUPPRESS,
-                        metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    _remote_option(common, "run on this Spark Connect server (default: $SPARK_REMOTE); "
+                   "no JVM starts here")
     return common
+
+
+def _remote_option(parser: argparse.ArgumentParser, text: str) -> None:
+    parser.add_argument("--remote", default=argparse.SUPPRESS, metavar="sc://HOST:PORT",
+                        help=text)
+    parser.add_argument("--conf", action="append", default=argparse.SUPPRESS,
+                        metavar="KEY=VALUE", help="a Spark setting (repeatable)")
 
 
 def _filters(parser: argparse.ArgumentParser) -> None:
@@ -166,9 +183,12 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
                         help="on SIGINT/SIGTERM, how long to wait for messages in flight")
     explain = commands.add_parser(
-        "explain", help="per filter: Spark expressions or the engine, and why (no Spark)",
+        "explain", help="per filter: Spark expressions or the engine, and why (no Spark, "
+        "unless --remote)",
         formatter_class=argparse.RawDescriptionHelpFormatter, epilog=_EXAMPLES)
     _filters(explain)
+    _remote_option(explain, "also ask this Spark Connect server whether its Python workers "
+                   "can run what the engine evaluates (one small Spark job)")
     return parser
 
 
@@ -194,16 +214,40 @@ def _filter_set(args: argparse.Namespace, stdin: TextIO) -> FilterSet:
     return decode_filter_set(described)
 
 
-def _session(args: argparse.Namespace) -> SparkSession:
-    from filtex_proton.spark.session import spark_session
+def _remote(args: argparse.Namespace) -> str | None:
+    """The Spark Connect server to use: ``--remote``, else ``$SPARK_REMOTE`` unless
+    ``--master`` was given (``explain`` asks one only when given ``--remote``)."""
+    remote: str | None = getattr(args, "remote", None)
+    master = getattr(args, "master", None)
+    if remote is not None and master is not None:
+        raise _UsageError("--master and --remote: a master or a Spark Connect server, not both")
+    if remote is None and master is None and args.command != "explain":
+        remote = os.environ.get("SPARK_REMOTE") or None
+    return remote
 
+
+def _config(args: argparse.Namespace) -> dict[str, str]:
     config: dict[str, str] = {}
     for pair in getattr(args, "conf", None) or []:
         key, sep, value = pair.partition("=")
         if not sep:
             raise _UsageError(f"--conf needs KEY=VALUE, not {pair!r}")
         config[key] = value
-    session = spark_session(getattr(args, "master", None), config=config)
+    return config
+
+
+def _session(args: argparse.Namespace) -> SparkSession:
+    from filtex_proton.spark.session import spark_session
+
+    remote = _remote(args)
+    if remote is not None:
+        from filtex_proton.spark.connect import ConnectError
+
+        try:
+            return spark_session(remote=remote, config=_config(args))
+        except ConnectError as exc:
+            raise _UsageError(str(exc)) from None
+    session = spark_session(getattr(args, "master", None), config=_config(args))
     session.sparkContext.setLogLevel("ERROR")
     return session
 
@@ -341,9 +385,15 @@ def _replay(args: argparse.Namespace, filter_set: FilterSet, planned: Plan, out:
         "arrival_ms", "sequence", "address")
 
     def source() -> Iterator[tuple[bytes, Position]]:
-        for row in ordered.toLocalIterator(prefetchPartitions=True):
-            yield bytes(row["raw"]), Position(row["arrival_ms"], row["sequence"],
-                                              row["address"] or "")
+        try:
+            for row in ordered.toLocalIterator(prefetchPartitions=True):
+                yield bytes(row["raw"]), Position(row["arrival_ms"], row["sequence"],
+                                                  row["address"] or "")
+        except Exception as exc:  # reported by the replayer, in one line where known
+            said = _failure(exc, planned, _remote(args))
+            if said is None:
+                raise
+            raise RuntimeError(said[0]) from None
 
     stop = threading.Event()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -397,17 +447,32 @@ _SPARK_EXTRA: Final = (("pyspark", "pyspark"), ("pyarrow", "pyarrow"), ("pandas"
                        ("tqdm", "tqdm"))
 
 
-def _check_spark_extra(command: str) -> None:
-    """``select`` and ``replay`` need the spark extra: without it, one line saying so."""
+def _check_spark_extra(command: str, remote: str | None) -> None:
+    """``select``, ``replay`` and ``explain --remote`` need the spark extra (and ``--remote``
+    the Spark Connect client it brings): without it, one line saying so."""
     missing = [dist for module, dist in _SPARK_EXTRA if importlib.util.find_spec(module) is None]
     if missing:
-        raise _UsageError(f"{command} needs {', '.join(missing)}: "
-                          "pip install 'filtex-proton[spark]' (explain does not)")
+        raise _UsageError(f"{command}{' --remote' if command == 'explain' else ''} needs "
+                          f"{', '.join(missing)}: pip install 'filtex-proton[spark]'"
+                          f"{' (explain does not)' if command != 'explain' else ''}")
+    if remote is not None:
+        from filtex_proton.spark.connect import missing_client_packages
+
+        lacking = missing_client_packages()
+        if lacking is not None:
+            raise _UsageError(f"--remote needs the Spark Connect client ({lacking}): "
+                              "pip install 'filtex-proton[spark]'")
 
 
-def _check_archive(directory: Path) -> None:
+def _check_archive(directory: Path, remote: str | None) -> None:
     """A missing archive is a mistake (exit 2); an empty one is said on stderr (it matches
-    nothing, and a count of 0 would otherwise look like a filter that matched nothing)."""
+    nothing, and a count of 0 would otherwise look like a filter that matched nothing).
+    Through a Spark Connect server, an archive this machine cannot read is the server's to
+    read (and to refuse)."""
+    if remote is not None and not directory.is_dir():
+        print(f"filtex-spark: --archive {str(directory)!r} is not a directory here: the Spark "
+              f"Connect server at {remote} lists and reads it", file=sys.stderr)
+        return
     if not directory.exists():
         raise _UsageError(f"--archive {str(directory)!r}: no such directory")
     if not directory.is_dir():
@@ -428,12 +493,17 @@ def main(argv: Sequence[str] | None = None, *, stdin: TextIO | None = None,
         except FilterError as exc:
             print(f"filtex-spark: invalid filter: {exc.render()}", file=sys.stderr)
             return EXIT_FAILED
+        remote = _remote(args)
         if args.command == "explain":
-            print(plan(filter_set, path=args.path), file=out)
-            return EXIT_OK
+            planned = plan(filter_set, path=args.path)
+            print(planned, file=out)
+            if remote is None:
+                return EXIT_OK
+            _check_spark_extra(args.command, remote)
+            return _ask_the_server(args, planned, remote, out)
         _day_range(args)  # before Spark starts: a usage error is quick
-        _check_spark_extra(args.command)
-        _check_archive(Path(args.archive))
+        _check_spark_extra(args.command, remote)
+        _check_archive(Path(args.archive), remote)
         try:
             planned = plan(filter_set, path=args.path)
         except ValueError as exc:  # --path column with a filter that does not translate
@@ -457,6 +527,44 @@ def _run(args: argparse.Namespace, filter_set: FilterSet, planned: Plan, out: Te
     except ArchiveVersionError as exc:  # an archive written by a newer filtex-proton
         print(f"filtex-spark: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except Exception as exc:
+        said = _failure(exc, planned, _remote(args))
+        if said is None:
+            raise
+        print(f"filtex-spark: {said[0]}", file=sys.stderr)
+        return said[1]
+
+
+# ----------------------------------------------------------------------------- Spark's failures
+
+
+def _engine_work(planned: Plan) -> str:
+    """What the engine evaluates in Spark's Python workers, in words."""
+    names = [f"{f.key!r} ({f.type_name})" for f in planned.filters if f.path != "column"]
+    if names:
+        return f"filter{'s' if len(names) > 1 else ''} {', '.join(names)}"
+    return "the archive's irregular rows (regular = false) with the whole filter set"
+
+
+def _failure(exc: BaseException, planned: Plan, remote: str | None) -> tuple[str, int] | None:
+    """A Spark failure in one line, and the exit status; ``None``: raise it as it is."""
+    from filtex_proton.spark.connect import said_in_one_line
+
+    said = said_in_one_line(exc, _engine_work(planned), remote)
+    if said is None:
+        return None
+    return said[0], EXIT_USAGE if said[1] else EXIT_FAILED
+
+
+def _ask_the_server(args: argparse.Namespace, planned: Plan, remote: str, out: TextIO) -> int:
+    """``explain --remote``: can the server's Python workers evaluate what the engine does?
+    Exit 1 where a filter of the plan needs the engine and they cannot."""
+    from filtex_proton.spark.connect import server_report
+
+    able, report = server_report(_session(args), remote, _engine_work(planned))
+    print(report, file=out)
+    return EXIT_FAILED if not able and any(f.path != "column" for f in planned.filters) \
+        else EXIT_OK
 
 
 if __name__ == "__main__":  # spark-submit runs this file

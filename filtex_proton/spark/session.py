@@ -71,11 +71,28 @@ def use_this_python(*, force: bool = True) -> None:
             os.environ[name] = sys.executable
 
 
-def spark_session(master: str | None = None, *, app_name: str = "filtex-spark",
+def spark_session(master: str | None = None, *, remote: str | None = None,
+                  app_name: str = "filtex-spark",
                   config: Mapping[str, str] | None = None) -> SparkSession:
     """A SparkSession for archives: ``master`` as given, else what spark-submit set, else
     ``local[*]``. Local masters always use this interpreter for the workers and listen on
-    loopback only (``config`` wins over :data:`LOCAL_MODE_SETTINGS`)."""
+    loopback only (``config`` wins over :data:`LOCAL_MODE_SETTINGS`).
+
+    ``remote`` (``sc://HOST:PORT``; with neither ``master`` nor ``remote``, ``$SPARK_REMOTE``
+    as PySpark reads it): a session of that Spark Connect server instead, with no JVM here
+    (:func:`~filtex_proton.spark.connect.connect_session`). A ``master`` given wins over
+    ``$SPARK_REMOTE``, which PySpark's builder would otherwise follow.
+    """
+    if master is not None and remote is not None:
+        raise ValueError("a master or a Spark Connect server (remote), not both")
+    if master is None and remote is None:
+        remote = os.environ.get("SPARK_REMOTE") or None
+    if remote is not None:
+        from filtex_proton.spark.connect import connect_session
+
+        return connect_session(remote, config=config)
+    os.environ.pop("SPARK_REMOTE", None)
+
     from pyspark import SparkConf
     from pyspark.sql import SparkSession
 

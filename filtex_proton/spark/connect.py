@@ -1,0 +1,195 @@
+"""Spark Connect: the pipeline against a running Spark, with no JVM in this process.
+
+A Spark Connect server (``sbin/start-connect-server.sh`` of a Spark installation, or a hosted
+Spark's remote sessions) plans and runs the queries; this process builds them and sends them
+over gRPC to ``sc://HOST:PORT``. For a query to run there (docs/ARCHIVE.md, Spark Connect):
+
+- this process reaches the server's gRPC port (15002 unless the server chose another);
+- the server reads the archive's files at the path given (the client chooses the files first
+  where it can read the archive too: :meth:`~filtex_proton.spark.plan.Plan.select`);
+- what the engine evaluates (filters without an exact Spark translation, and every irregular
+  row) runs in the server's Python workers, which then import filtex_proton, under the same
+  Python minor version as this one (a UDF travels pickled).
+
+PySpark serves one kind of session per process: once a Connect session is made here,
+``pyspark.sql.functions`` builds Connect columns, as after ``SparkSession.builder.remote``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Final, cast
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["CONNECT_SETTINGS", "ConnectError", "connect_session", "lacks_filtex",
+           "missing_client_packages", "said_in_one_line", "server_report"]
+
+CONNECT_SETTINGS: dict[str, str] = {"spark.sql.session.timeZone": "UTC"}
+"""What a Connect session gets unless the caller's config says otherwise (session settings
+only: the server's own, such as its UI or addresses, are the server's business)."""
+
+_FIRST_CALL_ATTEMPTS: Final = 3
+"""Tries of the first call before the server counts as unreachable (about 1.5 s): PySpark's
+own policy, kept for the queries, waits 10 minutes for a server to come back."""
+
+_MISSING: Final = re.compile(r"No module named '(filtex_proton[\w.]*)'")
+
+
+class ConnectError(Exception):
+    """The server cannot be used: a URL that is not one, nobody answering, a refused setting."""
+
+
+def missing_client_packages() -> str | None:
+    """What the Spark Connect client lacks here (PySpark's message), or ``None``."""
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as exc:
+        return str(exc).strip().splitlines()[0]
+    return None
+
+
+def _details(exc: BaseException) -> str:
+    """The one line of a gRPC failure worth showing (its ``details``), else the first line."""
+    text = str(exc)
+    found = re.search(r'details = "([^"]*)"', text)
+    if found:
+        return found.group(1)
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+@contextlib.contextmanager
+def _impatient(session: SparkSession) -> Iterator[None]:
+    """The first calls give up after a few quick tries, and then close the session (nothing
+    is left to wait on at exit); PySpark's patience comes back after they succeed."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    client = session.client
+    patient = client.get_retry_policies()
+    client.set_retry_policies([DefaultPolicy(max_retries=_FIRST_CALL_ATTEMPTS,
+                                             initial_backoff=100, max_backoff=1000)])
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=r".*RETRIES_EXCEEDED")
+            yield
+    except BaseException:
+        client.close()
+        session.stop()
+        raise
+    client.set_retry_policies(patient)
+
+
+def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> SparkSession:
+    """A Spark Connect session on the server at ``url`` (``sc://HOST:PORT``, with PySpark's
+    ``/;token=...;use_ssl=true`` parameters), with :data:`CONNECT_SETTINGS` and ``config``
+    set on it (``config`` wins). Raises :class:`ConnectError` in a few seconds for a URL that
+    is not one, a server that does not answer, or a setting it refuses."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+    from pyspark.sql.connect.session import SparkSession as RemoteSession
+
+    try:
+        DefaultChannelBuilder(url)
+    except ValueError as exc:  # PySparkValueError too
+        raise ConnectError(f"{url!r} is not a Spark Connect URL (sc://HOST:PORT): "
+                           f"{str(exc).strip().splitlines()[0]}") from None
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions: Connect columns
+    # No call to the server yet. (PySpark's Connect session stands for the classic one.)
+    session = cast("SparkSession", RemoteSession.builder.remote(url).getOrCreate())
+    settings = {**CONNECT_SETTINGS, **(config or {})}
+    with _impatient(session):
+        try:
+            session.version  # noqa: B018  (the first call: is anybody there?)
+        except PySparkException as exc:
+            raise ConnectError(f"cannot reach the Spark Connect server at {url}: "
+                               f"{_details(exc)}") from None
+        for key, value in settings.items():
+            try:
+                session.conf.set(key, value)
+            except PySparkException as exc:
+                raise ConnectError(f"the Spark Connect server at {url} refuses {key}={value}: "
+                                   f"{_details(exc)}") from None
+    return session
+
+
+def lacks_filtex(exc: BaseException) -> str | None:
+    """The module a query's Python worker could not import, when the query failed because
+    Spark's Python there has no filtex_proton (or an older one); else ``None``."""
+    found = _MISSING.search(str(exc))
+    return found.group(1) if found else None
+
+
+def _python() -> str:
+    return ".".join(map(str, sys.version_info[:2]))
+
+
+def said_in_one_line(exc: BaseException, engine_work: str,
+                     remote: str | None) -> tuple[str, bool] | None:
+    """A Spark failure in one line, and whether it is a mistake in the input (an archive the
+    server finds nowhere); ``None`` for one to raise as it is. ``engine_work``: what the
+    engine evaluates in the workers, in words (for the worker that cannot import
+    filtex_proton); ``remote``: the Spark Connect server, if the query went to one (its
+    failures are all said in one line; a local Spark's only for that worker)."""
+    from pyspark.errors import PySparkException
+
+    if not isinstance(exc, PySparkException):
+        return None
+    missing = lacks_filtex(exc)
+    if missing is not None:
+        workers = (f"the Python workers of the Spark Connect server at {remote}"
+                   if remote is not None else "Spark's Python workers")
+        return (f"{workers} cannot import {missing}, which evaluates {engine_work}: pip "
+                f"install filtex-proton there, into the Python {_python()} they run "
+                "(PYSPARK_PYTHON where the workers run)", False)
+    if remote is None:
+        return None
+    if exc.getCondition() == "PATH_NOT_FOUND":
+        return (f"--archive: the Spark Connect server at {remote} finds no such path: "
+                f"{_details(exc)}", True)
+    return f"the Spark Connect server at {remote}: {_details(exc)}", False
+
+
+def _probe() -> Callable[[Any], str]:
+    """A function for a Python UDF that says what the worker's Python has. Built here, so that
+    it travels by value: the worker needs no filtex_proton to run it."""
+
+    def probe(_: Any) -> str:
+        import sys as worker_sys
+
+        version = ".".join(map(str, worker_sys.version_info[:3]))
+        try:
+            import filtex_proton
+        except ImportError as exc:
+            return f"Python {version} without filtex_proton ({exc})"
+        return f"Python {version} with filtex_proton {filtex_proton.__version__}"
+
+    return probe
+
+
+def server_report(session: SparkSession, remote: str, engine_work: str) -> tuple[bool, str]:
+    """Whether the server's Python workers can evaluate what the engine does (they import
+    filtex_proton, and run a UDF from this Python), and a report of it (one Spark job of
+    one row). ``engine_work``: what the engine evaluates, in words."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import functions as F  # noqa: N812
+
+    probe = F.udf(_probe(), "string", useArrow=False)  # the worker may lack pyarrow too
+    try:
+        said = str(session.range(1).select(probe(F.col("id"))).collect()[0][0])
+    except PySparkException as exc:
+        said = f"its Python workers cannot run a UDF of Python {_python()}: {_details(exc)}"
+    else:
+        said = f"its Python workers run {said}"
+        if "without filtex_proton" not in said:
+            return True, f"Spark Connect server {remote} (Spark {session.version}): {said}"
+    return False, (f"Spark Connect server {remote} (Spark {session.version}): {said}\n"
+                   f"  there the engine cannot evaluate {engine_work}: pip install "
+                   f"filtex-proton into the server's Python {_python()} (PYSPARK_PYTHON)")
