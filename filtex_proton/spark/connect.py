@@ -17,6 +17,7 @@ PySpark serves one kind of session per process: once a Connect session is made h
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
@@ -87,11 +88,27 @@ def _impatient(session: SparkSession) -> Iterator[None]:
     client.set_retry_policies(patient)
 
 
+def _release(session: SparkSession) -> None:
+    """At exit: the session released on the server, quickly or not at all (PySpark's own exit
+    handler, which runs after this one and then finds the session closed, would retry for 10
+    minutes against a server that is gone)."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    client = session.client
+    if client.is_closed:
+        return
+    client.set_retry_policies([DefaultPolicy(max_retries=1, initial_backoff=100)])
+    with warnings.catch_warnings(), contextlib.suppress(Exception):
+        warnings.simplefilter("ignore")
+        session.stop()
+
+
 def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> SparkSession:
     """A Spark Connect session on the server at ``url`` (``sc://HOST:PORT``, with PySpark's
     ``/;token=...;use_ssl=true`` parameters), with :data:`CONNECT_SETTINGS` and ``config``
     set on it (``config`` wins). Raises :class:`ConnectError` in a few seconds for a URL that
-    is not one, a server that does not answer, or a setting it refuses."""
+    is not one, a server that does not answer, or a setting it refuses. At exit the session is
+    released on the server, without waiting for one that is gone."""
     from pyspark.errors import PySparkException
     from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession as RemoteSession
@@ -117,6 +134,7 @@ def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> Spa
             except PySparkException as exc:
                 raise ConnectError(f"the Spark Connect server at {url} refuses {key}={value}: "
                                    f"{_details(exc)}") from None
+    atexit.register(_release, session)
     return session
 
 

@@ -1,14 +1,23 @@
-"""Fixtures: one local SparkSession for the whole run, and a corpus archive with its answers.
+"""Fixtures: one local SparkSession for the whole run, one Spark Connect server for the whole
+run (started on first use), and a corpus archive with its answers.
 
 Spark tests skip (with the reason) where PySpark or Java is missing; CI installs
 both (the ``spark`` extra is part of ``test``), so there they run.
+
+PySpark serves one kind of session per process: while ``SPARK_CONNECT_MODE_ENABLED`` is set
+(making a Connect session sets it), ``pyspark.sql.functions`` builds Connect columns. Each
+test starts with it unset; the tests on the Connect session set it for their own duration.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Iterator
+import subprocess
+import sys
+import tempfile
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,10 +29,14 @@ from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.filterset import FilterSet, decode_filter_set
 
 from .corpus import filter_sets, messages
+from .sink import free_port
+from .spark_processes import spark_script, start_logged, stop_group, wait_for_log
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+ROOT = Path(__file__).resolve().parents[3]
+CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 ADDRESSES = ["orders", "a/b:c=d%", "ü😀 x", "123"]
 BASE_ARRIVAL = 1_700_000_000_000
 CORPUS_SIZE = 3000
@@ -81,6 +94,125 @@ def spark() -> Iterator[SparkSession]:
     session.stop()
 
 
+@pytest.fixture(autouse=True)
+def _classic_columns() -> Iterator[None]:
+    """Each test starts building classic columns, and so does the next one."""
+    os.environ.pop(CONNECT_MODE, None)
+    yield
+    os.environ.pop(CONNECT_MODE, None)
+
+
+@contextlib.contextmanager
+def connect_columns() -> Iterator[None]:
+    """Connect columns meanwhile; then what was before."""
+    before = os.environ.get(CONNECT_MODE)
+    os.environ[CONNECT_MODE] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(CONNECT_MODE, None)
+        else:
+            os.environ[CONNECT_MODE] = before
+
+
+@dataclass
+class ConnectServer:
+    url: str
+    pid: int
+    log: Path
+
+
+SERVER_SETTINGS = {
+    "spark.connect.grpc.binding.address": "127.0.0.1",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",  # and the block manager
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "2000",
+}
+
+
+def _start_connect_server(log: Path) -> subprocess.Popen[bytes]:
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("SPARK_REMOTE", CONNECT_MODE)}
+    env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    settings = {**SERVER_SETTINGS, "spark.connect.grpc.binding.port": str(free_port())}
+    return start_logged(
+        [str(spark_script("spark-submit")), "--class",
+         "org.apache.spark.sql.connect.service.SparkConnectServer", "--name",
+         "filtex-connect-tests", "--master", "local[2]", "--driver-memory", "1g",
+         *(f"--conf={key}={value}" for key, value in settings.items())], log, env)
+
+
+_USE_THE_SERVER = frozenset({"connect_server", "connect_spark", "connect_archive_df",
+                             "any_archive_df"})
+_STARTED: list[tuple[subprocess.Popen[bytes], Path]] = []
+"""The server started when the tests were collected, and its log."""
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """When collected tests use the Spark Connect server, it starts now, in the background:
+    its JVM starts (some 15 s) while the tests before them run."""
+    if spark_unavailable() is None and any(_USE_THE_SERVER & set(item.fixturenames)
+                                           for item in session.items):
+        log = Path(tempfile.mkdtemp(prefix="filtex-connect-tests-")) / "server.log"
+        _STARTED.append((_start_connect_server(log), log))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for process, log in _STARTED:
+        stop_group(process)
+        if exitstatus == 0:
+            shutil.rmtree(log.parent, ignore_errors=True)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test that used the Spark Connect server shows the end of its log."""
+    report = yield
+    if report.failed and _STARTED and _USE_THE_SERVER & set(getattr(item, "fixturenames", ())):
+        text = _STARTED[0][1].read_text(errors="replace")
+        report.sections.append(("Spark Connect server log (the end)", text[-5000:]))
+    return report
+
+
+@pytest.fixture(scope="session")
+def connect_server() -> Iterator[ConnectServer]:
+    """A Spark Connect server of the installed PySpark (its SparkConnectServer through
+    ``bin/spark-submit``, as ``sbin/start-connect-server.sh`` starts it), ``local[2]``,
+    listening on loopback only: its gRPC port, driver and block manager, and no UI. Its Python
+    workers run this interpreter with this tree first on the path, so that the UDF path works
+    there. Started when the tests were collected; its output is in ``server.log`` of a
+    ``filtex-connect-tests-*`` temporary directory, shown if it does not start."""
+    reason = spark_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    if not _STARTED:  # asked for another way (getfixturevalue)
+        log = Path(tempfile.mkdtemp(prefix="filtex-connect-tests-")) / "server.log"
+        _STARTED.append((_start_connect_server(log), log))
+    process, log = _STARTED[0]
+    try:
+        started = wait_for_log(log, r"Spark Connect server started at: ([\d.]+):(\d+)", process)
+        yield ConnectServer(f"sc://{started[1]}:{started[2]}", process.pid, log)
+    finally:
+        stop_group(process)
+
+
+@pytest.fixture(scope="session")
+def connect_spark(connect_server: ConnectServer) -> Iterator[SparkSession]:
+    """A session of the Connect server, made by the session helper (``remote=``)."""
+    from filtex_proton.spark import spark_session
+
+    with connect_columns():  # as the helper sets it, undone after
+        session = spark_session(remote=connect_server.url)
+    yield session
+    session.stop()  # before the server stops
+
+
 @dataclass
 class Corpus:
     directory: Path
@@ -108,12 +240,34 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     return Corpus(directory, data, table.column("regular").to_pylist())
 
 
-@pytest.fixture(scope="session")
-def archive_df(spark: SparkSession, corpus: Corpus) -> DataFrame:
+def _cached_archive(spark: SparkSession, corpus: Corpus) -> DataFrame:
     from filtex_proton.spark import read_archive
 
     df = read_archive(spark, corpus.directory).coalesce(2).cache()  # few tasks per job
     assert df.count() == len(corpus.data)
+    return df
+
+
+@pytest.fixture(scope="session")
+def archive_df(spark: SparkSession, corpus: Corpus) -> DataFrame:
+    return _cached_archive(spark, corpus)
+
+
+@pytest.fixture(scope="session")
+def connect_archive_df(connect_spark: SparkSession, corpus: Corpus) -> DataFrame:
+    with connect_columns():
+        return _cached_archive(connect_spark, corpus)
+
+
+@pytest.fixture(params=["local", "connect"])
+def any_archive_df(request: pytest.FixtureRequest) -> DataFrame:
+    """The corpus archive on the local session, and through the Spark Connect server (the
+    test then builds Connect columns)."""
+    if request.param == "local":
+        df: DataFrame = request.getfixturevalue("archive_df")
+        return df
+    df = request.getfixturevalue("connect_archive_df")
+    os.environ[CONNECT_MODE] = "1"  # for this test (_classic_columns)
     return df
 
 

@@ -1,9 +1,12 @@
-"""The TCP sockets a process tree listens on, read from /proc (Linux), for the network tests."""
+"""The TCP sockets a process tree listens on, and what runs in it, read from /proc (Linux),
+for the network tests."""
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import subprocess
+import time
 from pathlib import Path
 
 PROC = Path("/proc")
@@ -70,3 +73,33 @@ def listening(pids: set[int]) -> set[tuple[str, int]]:
 
 def beyond_loopback(sockets: set[tuple[str, int]]) -> set[tuple[str, int]]:
     return {(host, port) for host, port in sockets if not ipaddress.ip_address(host).is_loopback}
+
+
+def _names(pids: set[int]) -> set[str]:
+    """The executables' names (``/proc/PID/comm``) of the processes still there."""
+    found = set()
+    for pid in pids:
+        try:
+            found.add((PROC / str(pid) / "comm").read_text().strip())
+        except OSError:
+            continue
+    return found
+
+
+def run_watching(argv: list[str], env: dict[str, str]) -> tuple[
+        subprocess.CompletedProcess[str], set[tuple[str, int]], set[str]]:
+    """Run a command and, while it runs, every socket its process tree listens on and the
+    names of the processes in that tree."""
+    sockets: set[tuple[str, int]] = set()
+    names: set[str] = set()
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env=env) as process:
+        deadline = time.monotonic() + 240
+        while process.poll() is None:
+            assert time.monotonic() < deadline, "the command did not finish"
+            tree = descendants(process.pid)
+            sockets |= listening(tree)
+            names |= _names(tree)
+            time.sleep(0.05)
+        out, err = process.communicate()
+    return subprocess.CompletedProcess(argv, process.returncode, out, err), sockets, names
