@@ -12,7 +12,7 @@ docs say it is not, fails CI. Each install must:
   (``filtex check``) and plan one for Spark (``filtex-spark explain``), which need no extra;
 - give what its extra adds: the console's page, history and tester (``console``), the
   Prometheus endpoint (``metrics``), the broker's archive read back by ``filtex-spark select``
-  on a local Spark (``spark``);
+  on a local Spark, and its Spark Connect client (``--remote``) (``spark``);
 - refuse what another extra adds with one line naming that extra, exit 2.
 
 Only the standard library and what the install itself brought (python-qpid-proton) are used.
@@ -45,7 +45,7 @@ BIN = Path(sys.executable).parent
 EXTRA_MODULES = {
     "console": {"aiohttp"},
     "metrics": {"prometheus_client"},
-    "spark": {"pyspark", "pyarrow", "pandas", "tqdm"},
+    "spark": {"pyspark", "pyarrow", "pandas", "tqdm", "grpc", "grpc_status"},  # grpc: --remote
 }
 #: What each extra's feature is, as the flag or command that needs it.
 NEEDS = {
@@ -210,6 +210,15 @@ def check_spark() -> None:
         if result.returncode != 0 or result.stdout.strip().splitlines()[-1:] != ["3"]:
             fail(f"filtex-spark select over the broker's archive: exit {result.returncode}, "
                  f"{result.stdout!r} {result.stderr[-2000:]!r}")
+        # The Spark Connect client is there: nobody listens, and that is what it says.
+        remote = f"sc://127.0.0.1:{free_port()}"
+        result = run("filtex-spark", "select", "--remote", remote, "--archive", tmp,
+                     "--filter", "n >= 3", "--count", timeout=120)
+        lines = result.stderr.strip().splitlines()
+        if result.returncode != 2 or not lines or "cannot reach the Spark Connect server" \
+                not in lines[-1]:
+            fail(f"filtex-spark select --remote {remote}: exit {result.returncode}, "
+                 f"{result.stderr[-2000:]!r}")
 
 
 def wait(condition: Callable[[], bool], what: str, seconds: float = 30) -> None:

@@ -6,6 +6,7 @@ Each command runs as the process a user starts; nothing here needs a broker to b
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -80,7 +81,7 @@ def test_a_second_broker_on_one_data_dir_says_so_first(tmp_path: Path) -> None:
 
 
 #: Every optional dependency: a plain ``pip install .`` has none of them.
-NO_EXTRAS = "aiohttp,prometheus_client,pyarrow,pyspark,pandas,tqdm"
+NO_EXTRAS = "aiohttp,prometheus_client,pyarrow,pyspark,pandas,tqdm,grpc"
 
 
 @pytest.mark.parametrize(("argv", "program", "extra"), [
@@ -119,6 +120,29 @@ def test_a_missing_archive_is_refused_before_spark_starts(tmp_path: Path) -> Non
     result = _run("-m", "filtex_proton.spark.cli", "select", "--archive",
                   str(tmp_path / "nowhere"), "--filter", "a = 1", "--count")
     _assert_one_clear_line(result, "filtex-spark", "no such directory")
+
+
+@pytest.mark.parametrize(("remote", "says"), [
+    ("http://head:15002", "'http://head:15002' is not a Spark Connect URL (sc://HOST:PORT)"),
+    ("sc://127.0.0.1:{port}", "cannot reach the Spark Connect server at sc://127.0.0.1:{port}"),
+], ids=["not-a-url", "nobody-there"])
+def test_a_spark_connect_server_that_cannot_be_used(remote: str, says: str) -> None:
+    """Said within seconds (PySpark alone would retry for 10 minutes), before any JVM."""
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nobody listens there
+    result = _run("-m", "filtex_proton.spark.cli", "select", "--remote",
+                  remote.format(port=port), "--archive", ".", "--filter", "a = 1", "--count")
+    _assert_one_clear_line(result, "filtex-spark", says.format(port=port))
+
+
+def test_remote_without_the_spark_connect_client() -> None:
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
+    result = _run("-m", "filtex_proton.spark.cli", "select", "--remote", "sc://127.0.0.1:1",
+                  "--archive", ".", "--filter", "a = 1", "--count", hide="grpc")
+    _assert_one_clear_line(result, "filtex-spark", "--remote needs the Spark Connect client (")
+    assert "pip install 'filtex-proton[spark]'" in result.stderr
 
 
 def test_a_queue_name_rabbit_node_cannot_declare() -> None:

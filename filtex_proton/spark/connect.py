@@ -104,7 +104,7 @@ def _release(session: SparkSession) -> None:
 
 
 def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> SparkSession:
-    """A Spark Connect session on the server at ``url`` (``sc://HOST:PORT``, with PySpark's
+    """A new Spark Connect session on the server at ``url`` (``sc://HOST:PORT``, with PySpark's
     ``/;token=...;use_ssl=true`` parameters), with :data:`CONNECT_SETTINGS` and ``config``
     set on it (``config`` wins). Raises :class:`ConnectError` in a few seconds for a URL that
     is not one, a server that does not answer, or a setting it refuses. At exit the session is
@@ -119,8 +119,9 @@ def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> Spa
         raise ConnectError(f"{url!r} is not a Spark Connect URL (sc://HOST:PORT): "
                            f"{str(exc).strip().splitlines()[0]}") from None
     os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions: Connect columns
-    # No call to the server yet. (PySpark's Connect session stands for the classic one.)
-    session = cast("SparkSession", RemoteSession.builder.remote(url).getOrCreate())
+    # A new session of this server (getOrCreate would return any session made before, of
+    # whichever server); no call to it yet. PySpark's Connect session stands for the classic.
+    session = cast("SparkSession", RemoteSession.builder.remote(url).create())
     settings = {**CONNECT_SETTINGS, **(config or {})}
     with _impatient(session):
         try:

@@ -143,6 +143,8 @@ def test_usage_errors() -> None:
     assert run(["select", "--archive", "x", "--filter", "a = "])[0] == 1
     assert run(["select", "--archive", "x", "--filter-set", "-"], stdin="{nope")[0] == 2
     assert run(["select", "--archive", "x", "--filter", "a + 1 > 2", "--path", "column"])[0] == 2
+    assert run(["select", "--archive", "x", "--filter", "a = 1", "--master", "local[1]",
+                "--remote", "sc://127.0.0.1:1"])[0] == 2
     status, out = run(["explain", "--filter", "a + 1 > 2 AND p.subject = 'x'"])
     assert status == 0 and "column+udf" in out
     with pytest.raises(SystemExit):
@@ -154,6 +156,7 @@ def test_help_shows_a_real_example(capsys: pytest.CaptureFixture[str]) -> None:
         main(["select", "--help"])
     text = capsys.readouterr().out
     assert "filtex-spark select --archive" in text and "--filter-set filters.json" in text
+    assert "filtex-spark select --remote sc://" in text
 
 
 # ----------------------------------------------------------------------------- replay
