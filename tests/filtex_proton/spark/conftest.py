@@ -213,6 +213,22 @@ def connect_spark(connect_server: ConnectServer) -> Iterator[SparkSession]:
     session.stop()  # before the server stops
 
 
+@pytest.fixture(scope="session")
+def python_without_filtex(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """An executable that runs this Python with filtex_proton hidden (``tests/hidden_extras``:
+    importing it raises ModuleNotFoundError, as where it is not installed): for Spark's Python
+    workers (``spark.sql.execution.pyspark.python``, a setting of the session)."""
+    script = tmp_path_factory.mktemp("python") / "python-without-filtex"
+    script.write_text(f"""#!/bin/sh
+PYTHONPATH="{ROOT / 'tests' / 'hidden_extras'}${{PYTHONPATH:+:$PYTHONPATH}}"
+FILTEX_HIDE_MODULES=filtex_proton
+export PYTHONPATH FILTEX_HIDE_MODULES
+exec "{sys.executable}" "$@"
+""")
+    script.chmod(0o755)
+    return str(script)
+
+
 @dataclass
 class Corpus:
     directory: Path

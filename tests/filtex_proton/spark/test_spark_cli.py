@@ -129,6 +129,23 @@ def test_an_archive_from_a_newer_schema_version_is_refused(
     assert "schema version 99, newer than" in capsys.readouterr().err
 
 
+def test_workers_without_filtex_proton_are_said_in_one_line(
+        spark: SparkSession, corpus: Corpus, python_without_filtex: str,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Spark's Python workers without filtex_proton (a cluster's, say): the filter the engine
+    evaluates is named, and what to install."""
+    spark.conf.set("spark.sql.execution.pyspark.python", python_without_filtex)
+    try:
+        status, _ = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
+                         "--count", "--path", "udf"])
+    finally:
+        spark.conf.unset("spark.sql.execution.pyspark.python")
+    assert status == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        "filtex-spark: Spark's Python workers cannot import filtex_proton, which evaluates "
+        "filter 'sql' (amqp:sql-filter): pip install filtex-proton there")
+
+
 def test_select_shows_matches_as_typed_json(spark: SparkSession, corpus: Corpus) -> None:
     status, out = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
                        "--show", "3"])

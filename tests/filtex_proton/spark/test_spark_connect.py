@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from .cli_support import FILTER, expected_bytes, run
-from .conftest import CONNECT_MODE, ROOT, ConnectServer, Corpus, connect_columns
+from .conftest import CONNECT_MODE, ConnectServer, Corpus, connect_columns
 from .listening import run_watching
 from .sink import Sink, free_port, run_sink, stop_sink
 
@@ -39,20 +39,6 @@ def filtex_spark(*argv: str, env: dict[str, str] | None = None) -> tuple[int, st
     assert "java" not in names, names
     assert sockets == set()
     return result.returncode, result.stdout, result.stderr
-
-
-@pytest.fixture(scope="module")
-def python_without_filtex(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """An executable that runs this Python with filtex_proton hidden."""
-    script = tmp_path_factory.mktemp("python") / "python-without-filtex"
-    script.write_text(f"""#!/bin/sh
-PYTHONPATH="{ROOT / 'tests' / 'hidden_extras'}${{PYTHONPATH:+:$PYTHONPATH}}"
-FILTEX_HIDE_MODULES=filtex_proton
-export PYTHONPATH FILTEX_HIDE_MODULES
-exec "{sys.executable}" "$@"
-""")
-    script.chmod(0o755)
-    return str(script)
 
 
 @pytest.fixture(scope="module")
