@@ -135,6 +135,10 @@ class Plan:
         check) and only they are handed to Spark, which then lists, prunes and schedules
         nothing else; the engine's pass over irregular rows is left out when no file can hold
         one (``regular=`` is a directory). A remote URL is read as :func:`read_archive` does.
+
+        With a Spark Connect session the choice is made here, in the client, where it can read
+        the directory (the server then must find the same files at that path); an archive it
+        cannot read, or one given as a URL (``file:///...`` too), the server lists and reads.
         """
         from filtex_proton.archive.reader import check_segments, list_segments
         from filtex_proton.spark.session import read_archive, read_segments

@@ -8,7 +8,8 @@ Python (the system one, say) would not have it.
 In local mode nothing listens beyond loopback: Spark would otherwise bind its
 driver and block manager to the host's first non-loopback interface and its UI
 to every interface, so a laptop running a local query would expose them on its
-network. A cluster master is left as the user configured it.
+network. A cluster master is left as the user configured it. A Spark Connect server
+(``remote``) is the server's business: this process only talks to it (connect.py).
 """
 
 from __future__ import annotations
