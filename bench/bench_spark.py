@@ -197,12 +197,17 @@ def timed(function: Callable[[], int], repeat: int) -> tuple[float, int]:
     return best, result
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--size", type=int, default=1_000_000, help="messages in the archive")
+def archive_options(parser: argparse.ArgumentParser, size: int) -> None:
+    """``--size`` (default ``size``) and ``--cache``: which generated archive, kept where."""
+    parser.add_argument("--size", type=int, default=size, help="messages in the archive")
     parser.add_argument("--cache", type=Path,
                         default=Path(tempfile.gettempdir()) / "filtex-bench-spark",
                         help="where the generated archive is kept between runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    archive_options(parser, 1_000_000)
     parser.add_argument("--repeat", type=int, default=2, help="runs per Spark path (best kept)")
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--skip-in-process", action="store_true",

@@ -40,7 +40,7 @@ from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
-from bench_spark import archive, twin
+from bench_spark import archive, archive_options, twin
 
 from filtex_proton.spark.cli import main as filtex_spark
 
@@ -133,10 +133,7 @@ def load() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--size", type=int, default=10_000_000, help="messages in the archive")
-    parser.add_argument("--cache", type=Path,
-                        default=Path(tempfile.gettempdir()) / "filtex-bench-spark",
-                        help="where bench_spark.py keeps the generated archive")
+    archive_options(parser, 10_000_000)  # bench_spark.py's archive, generated if missing
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per variant")
     parser.add_argument("--warm-up", type=int, default=3,
                         help="untimed runs before the warm variants' timed ones")
