@@ -156,15 +156,17 @@ def test_udf_path_equals_the_engine_on_every_row(
     assert not _mismatches(rows, indexes, expected, corpus, regular_only=False)
 
 
-def test_match_udf_is_the_udf_the_plans_use(any_archive_df: DataFrame, corpus: Corpus,
+def test_match_udf_is_the_udf_the_plans_use(archive_df: DataFrame, corpus: Corpus,
                                             expected: list[list[bool]]) -> None:
+    """A few of the plans' UDFs in one job (on the local session only: through Spark Connect,
+    apply_filter's UDF path runs them)."""
     from pyspark.sql import functions as F  # noqa: N812
 
     indexes = list(range(0, len(FILTER_SETS), 150))
     columns: dict[int, object] = {
         index: match_udf(FILTER_SETS[index], DEFAULT_LIMITS)(F.col("raw")) for index in indexes
     }
-    rows = _evaluate(any_archive_df, columns)
+    rows = _evaluate(archive_df, columns)
     assert not _mismatches(rows, indexes, expected, corpus, regular_only=False)
 
 
