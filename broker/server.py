@@ -58,6 +58,9 @@ log = logging.getLogger("filtex.broker")
 
 ANONYMOUS_RELAY: Final = symbol("ANONYMOUS-RELAY")
 SHARED_SUBS: Final = symbol("SHARED-SUBS")
+DELAYED_DELIVERY: Final = symbol("DELAYED_DELIVERY")
+"""Offered as Artemis does: x-opt-delivery-time and x-opt-delivery-delay are honoured (Qpid JMS
+sends a delivery delay only to a peer offering it)."""
 FORCED: Final = "amqp:connection:forced"
 RESOURCE_LIMIT_EXCEEDED: Final = "amqp:resource-limit-exceeded"
 T = TypeVar("T")
@@ -118,6 +121,16 @@ class _Deadline(Handler):
 
     def on_timer_task(self, event: Event) -> None:
         self.broker.force_stop()
+
+
+class _Tick(Handler):
+    """A timer task: timed messages' moments (expiry, scheduled delivery) have come."""
+
+    def __init__(self, run: Callable[[], object]) -> None:
+        self.run = run
+
+    def on_timer_task(self, event: Event) -> None:
+        self.run()
 
 
 def _stream_settings(config: BrokerConfig) -> StreamSettings | None:
@@ -366,6 +379,10 @@ class Broker:
     def started(self, container: Container) -> None:
         """Bind the listeners and announce them (called from ``on_reactor_init``)."""
         container.selectable(self._waker)  # type: ignore[arg-type]  # duck-typed like EventInjector
+        deadlines = self.registry.deadlines
+        tick = _Tick(deadlines.run)
+        deadlines.arm = lambda delay: container.schedule(delay, tick)
+        deadlines.run()  # what recovery restored may be due already
         listeners = [(address, False) for address in self.config.listen]
         listeners += [(address, True) for address in tls_listeners(self.config)]
         for (host, port), tls in listeners:
@@ -426,8 +443,9 @@ class Broker:
         if self.config.idle_timeout and connection.transport is not None:
             connection.transport.idle_timeout = self.config.idle_timeout  # declared as half
         # SHARED-SUBS: Qpid JMS creates shared subscriptions only if offered (not relayed)
+        # DELAYED_DELIVERY: the nodes here schedule; a relayed upstream decides for itself
         connection.offered_capabilities = [ANONYMOUS_RELAY] if self.links.upstream is not None \
-            else [ANONYMOUS_RELAY, SHARED_SUBS]
+            else [ANONYMOUS_RELAY, SHARED_SUBS, DELAYED_DELIVERY]
         # what we are, so that a relay in front of us knows it (broker/relay/brokers.py)
         connection.properties = {symbol("product"): "filtex-broker",
                                  symbol("version"): __version__}

@@ -32,16 +32,25 @@ consumer with credit can be waiting for).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar, Final, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget, entry_cost
+from filtex_broker.nodes.deadlines import GONE, Deadlines
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.lifetime import COMMON, lifetime_of
 from filtex_broker.nodes.node import Journal, Node, NodeLimits
 from filtex_proton.matcher import Arrival, NodeMatcher, Verdict
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
-__all__ = ["Outlet", "Queue"]
+__all__ = ["HELD", "Expired", "Outlet", "Queue"]
+
+HELD: Final = -2
+"""An entry's ``pos`` while it waits for its scheduled delivery time (in no slot yet)."""
+
+Expired = Callable[[Entry, "Queue"], None]
+"""Told of each message that expires in a queue, before it leaves: dead-letters it (or drops
+it) and counts it (``Registry.expired``)."""
 
 
 class Outlet(Protocol):
@@ -73,8 +82,17 @@ class Queue(Node):
     kind: ClassVar[str] = "queue"
 
     def __init__(self, name: str, limits: NodeLimits, *, owner: Node | None = None,
-                 budget: MemoryBudget | None = None) -> None:
+                 budget: MemoryBudget | None = None, deadlines: Deadlines | None = None) -> None:
         super().__init__(name, limits)
+        self.deadlines = deadlines if deadlines is not None else Deadlines()
+        """The broker's timed moments (expiry, scheduled delivery) of its entries."""
+        self.on_expired: Expired | None = None
+        """Where an expired message goes (None: dropped)."""
+        self.expired = 0
+        """Messages that expired here."""
+        self._held: dict[Entry, None] = {}
+        """Entries waiting for their scheduled delivery time (counted, charged and logged,
+        offered to nobody), in arrival order."""
         self.budget = budget
         """The broker-wide memory budget its entries are charged to (``--max-memory``)."""
         self._slots: list[Entry | None] = []
@@ -111,23 +129,29 @@ class Queue(Node):
     # -- storage ---------------------------------------------------------------
 
     def publish(self, message: FilterMessage) -> None:
-        self.put(Entry.of(message))
+        self.put(Entry.of(message, lifetime=lifetime_of(message)))
 
     def put(self, entry: Entry, *, log: bool = True) -> None:
-        """Append an entry and offer it to consumers; then it keeps only its bytes (the
-        plugin's message it arrived with is dropped). ``log=False``: already in the journal
-        (recovery)."""
-        entry.pos = len(self._slots)
-        self._slots.append(entry)
+        """Take an entry in and offer it to consumers (or hold it until its scheduled delivery
+        time); then it keeps only its bytes (the plugin's message it arrived with is dropped).
+        ``log=False``: already in the journal (recovery)."""
         journal = self.journal
         if journal is not None and log:
             journal.enqueue(entry)
         self.count += 1
-        self.ready += 1
         self.bytes += len(entry.data)
         budget = self.budget
         if budget is not None:
             budget.charge(entry_cost(entry, journal is not None))
+        if entry.lifetime is not COMMON and self._held_back(entry):
+            return
+        self._place(entry)
+
+    def _place(self, entry: Entry) -> None:
+        """Append a visible entry to the slots and offer it."""
+        entry.pos = len(self._slots)
+        self._slots.append(entry)
+        self.ready += 1
         if self.consumers:
             if self._filtered < MATCHER_FROM:  # a few filters: evaluating each is cheaper
                 self.dispatch(browsers=False)
@@ -151,15 +175,19 @@ class Queue(Node):
         return self.count
 
     def remove(self, entry: Entry) -> None:
-        """The entry is settled (consumed, dead-lettered, dropped): it leaves the queue."""
+        """The entry is settled (consumed, dead-lettered, dropped, expired): it leaves the
+        queue (a queued entry is no longer ready; see :meth:`_expire`)."""
         pos = entry.pos
         if pos < 0:
-            return
-        self._slots[pos] = None
+            if pos != HELD:
+                return
+            del self._held[entry]
+        else:
+            self._slots[pos] = None
         journal = self.journal
         if journal is not None:
             journal.ack(entry)
-        entry.pos = -1
+        entry.pos = GONE
         entry.owner = None
         self.count -= 1
         self.bytes -= len(entry.data)
@@ -177,6 +205,8 @@ class Queue(Node):
         :meth:`dispatch_returned` (or :meth:`dispatch`) to offer what came back."""
         entry.owner = None
         self.ready += 1
+        if entry.lifetime is not COMMON and _lapsed(entry, self.deadlines.clock()):
+            self.deadlines.add(0, self, entry)  # expired while delivered: at the next tick
         pos = entry.pos
         for consumer in self.consumers:
             consumer.cursor = min(consumer.cursor, pos)
@@ -226,6 +256,54 @@ class Queue(Node):
             consumer.cursor = bisect_left(old_positions, consumer.cursor)
         self._slots = slots
 
+    # -- lifetime ----------------------------------------------------------------
+
+    @property
+    def scheduled(self) -> int:
+        """Messages held until their scheduled delivery time."""
+        return len(self._held)
+
+    @property
+    def node_name(self) -> str:
+        """The node it belongs to: its topic's name for a subscription, else its own."""
+        return self._owner.name if self._owner is not None else self.name
+
+    def _held_back(self, entry: Entry) -> bool:
+        """A timed entry arrived: note its moments; hold it if it is not visible yet."""
+        lifetime = entry.lifetime
+        deadlines = self.deadlines
+        if lifetime.expires_ms is not None:
+            deadlines.add(lifetime.expires_ms, self, entry)
+        visible = lifetime.visible_ms
+        if visible is None or visible <= deadlines.clock():
+            return False
+        entry.pos = HELD
+        entry.fresh = None  # held compact, as a queued entry is
+        self._held[entry] = None
+        deadlines.add(visible, self, entry)
+        return True
+
+    def at_deadline(self, entry: Entry, now: int) -> None:
+        """One of the entry's moments has come (:class:`~filtex_broker.nodes.deadlines.Deadlines`):
+        a queued or held entry past its expiry leaves; a held one now visible is offered. A
+        delivered one is its consumer's: if it comes back, :meth:`requeue` looks again."""
+        if entry.owner is not None:
+            return
+        if _lapsed(entry, now):
+            self._expire(entry)
+        elif entry.pos == HELD and (entry.lifetime.visible_ms or 0) <= now:
+            del self._held[entry]
+            entry.pos = GONE
+            self._place(entry)
+
+    def _expire(self, entry: Entry) -> None:
+        if entry.pos >= 0:
+            self.ready -= 1
+        self.expired += 1
+        if self.on_expired is not None:
+            self.on_expired(entry, self)  # first: with --data-dir, never only the removal
+        self.remove(entry)
+
     # -- consumers ---------------------------------------------------------------
 
     def add_consumer(self, consumer: Outlet) -> None:
@@ -254,10 +332,17 @@ class Queue(Node):
     def destroy(self) -> None:
         journaled = self.journal is not None
         if self.budget is not None:
-            self.budget.credit(sum(entry_cost(e, journaled) for e in self._slots if e is not None))
+            self.budget.credit(sum(entry_cost(e, journaled) for e in self._slots if e is not None)
+                               + sum(entry_cost(e, journaled) for e in self._held))
         if self.journal is not None:
             self.journal.drop()
             self.journal = None
+        for entry in self._slots:
+            if entry is not None:
+                entry.pos = GONE  # its deadlines, if any, are void
+        for entry in self._held:
+            entry.pos = GONE
+        self._held = {}
         self._slots = []
         self.count = self.ready = self.bytes = 0
 
@@ -268,6 +353,8 @@ class Queue(Node):
         credit that matches it, round robin among those that may; without one, it waits."""
         if entry.owner is not None or entry.pos < 0:
             return  # taken meanwhile (a full dispatch ran first)
+        if entry.lifetime is not COMMON and _lapsed(entry, self.deadlines.clock()):
+            return  # expired: never delivered (the deadlines remove it)
         if self._dispatching:
             self._again = True  # the dispatch under way looks at it
             return
@@ -407,6 +494,8 @@ class Queue(Node):
                 i += 1
                 if entry is None or entry.owner is not None:
                     continue
+                if entry.lifetime is not COMMON and _lapsed(entry, self.deadlines.clock()):
+                    continue  # expired: never delivered (the deadlines remove it)
                 arrival = entry.arrival
                 if arrival is not None:
                     if answers is None:  # a lookup per entry, not a call: 38 against 102 ns
@@ -471,6 +560,8 @@ class Queue(Node):
             i += 1
             if entry is None:
                 continue
+            if entry.lifetime is not COMMON and _lapsed(entry, self.deadlines.clock()):
+                continue  # expired: browsers do not see it either
             arrival = entry.browse_arrival
             if arrival is not None and not answers[arrival]:
                 continue  # the browse matcher ruled it out when the message arrived
@@ -483,3 +574,9 @@ class Queue(Node):
 
 def _position(entry: Entry) -> int:
     return entry.pos
+
+
+def _lapsed(entry: Entry, now: int) -> bool:
+    """Whether the entry's expiry has come (it is then never delivered)."""
+    expires = entry.lifetime.expires_ms
+    return expires is not None and expires <= now

@@ -9,7 +9,8 @@ import pytest
 from proton import Described, symbol, timestamp, ubyte, uint
 
 from filtex_broker.nodes.lifetime import COMMON, Lifetime, lifetime_of
-from filtex_proton.amqp import RawMessageView, encode_message
+from filtex_proton.amqp import encode_message
+from filtex_proton.plugin import FilterMessage
 
 NOW = 1_800_000_000_000
 
@@ -20,7 +21,7 @@ def _lifetime(header: dict[str, Any] | None = None, properties: dict[str, Any] |
                           message_annotations={symbol(k.replace("_", "-")): v
                                                for k, v in annotations.items()} or None,
                           body="x")
-    return lifetime_of(RawMessageView(data), data, NOW)
+    return lifetime_of(FilterMessage(data), NOW)
 
 
 def test_a_message_that_sets_nothing_shares_the_common_lifetime() -> None:
