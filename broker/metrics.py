@@ -82,6 +82,11 @@ class BrokerSnapshot:
     memory_limit: int = 0
     producers_blocked: bool = False
     memory_blockings: int = 0
+    expired: dict[str, int] | None = None
+    """Messages expired, by node."""
+    scheduled: dict[str, int] | None = None
+    """Messages held until their scheduled delivery time, by node (nodes holding none left
+    out)."""
     streams: dict[str, StreamFigures] | None = None
     """``--stream``: each stream's offsets, segments and skipping."""
     stream_lags: dict[tuple[str, str], int] | None = None
@@ -203,6 +208,12 @@ class BrokerMetrics:
         yield _counter("filtex_link_refusals", "Links refused, by reason (the filter type, "
                        "'limit', or the broker's condition)", "reason", state.refusals)
         yield _depth_gauge(state.depths)
+        yield _counter("filtex_messages_expired", "Messages whose ttl or absolute-expiry-time "
+                       "passed before delivery (dead-lettered, or dropped)", "node",
+                       state.expired or {})
+        yield _gauge("filtex_messages_scheduled", "Messages held until their scheduled delivery "
+                     "time (x-opt-delivery-time or -delay; counted in the depth too)", "node",
+                     state.scheduled or {})
         yield _gauge("filtex_connections", "Client connections open", None,
                      {"": state.connections})
         yield _counter("filtex_induced_evaluation_errors",

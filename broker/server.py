@@ -268,6 +268,9 @@ class Broker:
             refusals=refusals,
             depths={(node.kind, name): node.depth()
                     for name, node in list(self.registry.nodes.items())},
+            expired=dict(self.registry.expired),
+            scheduled={name: held for name, node in list(self.registry.nodes.items())
+                       if (held := node.held_back())},
             connections=len(self.clients),
             induced_errors=self.induced_errors.total(),
             connections_closed_for_errors=self.induced_errors.closed,

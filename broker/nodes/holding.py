@@ -56,11 +56,6 @@ class LifetimeKeeping:
     def remove(self, entry: Entry) -> None:
         raise NotImplementedError
 
-    @property
-    def scheduled(self) -> int:
-        """Messages held until their scheduled delivery time."""
-        return len(self._held)
-
     def _held_back(self, entry: Entry) -> bool:
         """A timed entry arrived: note its moments; hold it if it is not visible yet."""
         lifetime = entry.lifetime

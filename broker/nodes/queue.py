@@ -174,6 +174,9 @@ class Queue(Node, LifetimeKeeping):
     def depth(self) -> int:
         return self.count
 
+    def held_back(self) -> int:
+        return len(self._held)
+
     def remove(self, entry: Entry) -> None:
         """The entry is settled (consumed, dead-lettered, dropped, expired): it leaves the
         queue (a queued entry is no longer ready; see :meth:`_expire`)."""

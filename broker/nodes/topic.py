@@ -118,6 +118,9 @@ class Topic(Node):
     def depth(self) -> int:
         return sum(s.queue.count for s in self.subscriptions)
 
+    def held_back(self) -> int:
+        return sum(s.queue.held_back() for s in self.subscriptions)
+
     def subscribe(
         self, key: tuple[str, str] | None, link_filter: LinkFilter | None,
         *, durable: bool | None = None,

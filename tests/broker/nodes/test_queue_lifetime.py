@@ -51,7 +51,7 @@ def _put(queue: Queue, n: int, priority: int = 4, expires: int | None = None,
 
 def _consistent(queue: Queue) -> None:
     entries = queue.entries()
-    assert queue.count == len(entries) + queue.scheduled
+    assert queue.count == len(entries) + queue.held_back()
     assert queue.ready == sum(1 for e in entries if e.owner is None)
 
 
@@ -239,14 +239,14 @@ def test_a_scheduled_message_is_held_until_its_time(clock: Clock) -> None:
     _put(queue, 1, visible=NOW + 200, priority=7)
     _put(queue, 2)
     assert consumer.got == [2] and browser.got == [2]
-    assert queue.count == 3 and queue.scheduled == 2 and budget.accounted > 0
+    assert queue.count == 3 and queue.held_back() == 2 and budget.accounted > 0
     clock.now += 250
     queue.deadlines.run()
     assert consumer.got == [2, 1]
     clock.now += 100
     queue.deadlines.run()
     assert consumer.got == [2, 1, 0] and browser.got == [2, 1, 0]
-    assert queue.scheduled == 0
+    assert queue.held_back() == 0
     for entry in consumer.held:
         queue.remove(entry)
     assert queue.count == 0 and budget.accounted == 0
