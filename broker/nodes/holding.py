@@ -9,20 +9,18 @@ entry's moments go to the broker's :class:`~filtex_broker.nodes.deadlines.Deadli
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from filtex_broker.nodes.deadlines import GONE, Deadlines
 from filtex_broker.nodes.entry import Entry
-
-if TYPE_CHECKING:
-    from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.node import Node
 
 __all__ = ["HELD", "Expired", "LifetimeKeeping", "lapsed"]
 
 HELD: Final = -2
 """An entry's ``pos`` while it waits for its scheduled delivery time (in no slot yet)."""
 
-Expired = Callable[[Entry, "Queue"], None]
+Expired = Callable[[Entry, "LifetimeKeeping"], None]
 """Told of each message that expires in a queue, before it leaves: dead-letters it (or drops
 it) and counts it (``Registry.expired``)."""
 
@@ -36,8 +34,10 @@ def lapsed(entry: Entry, now: int) -> bool:
 class LifetimeKeeping:
     """The queue's held entries and its expiries (mixed into the queue, whose state it uses)."""
 
+    name: str
     ready: int
     _elsewhere: int
+    _owner: Node | None
 
     def _keep_lifetimes(self, deadlines: Deadlines) -> None:
         self.deadlines = deadlines
@@ -49,6 +49,11 @@ class LifetimeKeeping:
         self._held: dict[Entry, None] = {}
         """Entries waiting for their scheduled delivery time (counted, charged and logged,
         offered to nobody), in arrival order."""
+
+    @property
+    def node_name(self) -> str:
+        """The node it belongs to: its topic's name for a subscription, else its own."""
+        return self._owner.name if self._owner is not None else self.name
 
     def _place(self, entry: Entry) -> None:
         raise NotImplementedError
@@ -91,5 +96,5 @@ class LifetimeKeeping:
             self.ready -= 1
         self.expired += 1
         if self.on_expired is not None:
-            self.on_expired(entry, self)  # type: ignore[arg-type]  # a Queue: it mixes this in
+            self.on_expired(entry, self)
         self.remove(entry)  # after the dead letter: with --data-dir, never only the removal

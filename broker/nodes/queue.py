@@ -286,13 +286,6 @@ class Queue(Node, LifetimeKeeping):
         lanes = self._lanes
         self._ordered = [lanes.get(p) for p in sorted({*lanes, DEFAULT_PRIORITY}, reverse=True)]
 
-    # -- lifetime ----------------------------------------------------------------
-
-    @property
-    def node_name(self) -> str:
-        """The node it belongs to: its topic's name for a subscription, else its own."""
-        return self._owner.name if self._owner is not None else self.name
-
     # -- consumers ---------------------------------------------------------------
 
     def add_consumer(self, consumer: Outlet) -> None:

@@ -26,6 +26,7 @@ from filtex_broker.nodes.annotations import with_annotations
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.deadlines import Deadlines
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.holding import LifetimeKeeping
 from filtex_broker.nodes.lifetime import DEAD_LETTER_REASON, lifetime_of
 from filtex_broker.nodes.node import Durability, Journal, Node, NodeLimits
 from filtex_broker.nodes.queue import Queue
@@ -169,7 +170,7 @@ class Registry:
         log.info("rejected message (%d bytes) moved to %r: %s",
                  entry.size, self.dead_letter_address, reason)
 
-    def _expired(self, entry: Entry, queue: Queue) -> None:
+    def _expired(self, entry: Entry, queue: LifetimeKeeping) -> None:
         """A message expired in ``queue``: counted, then dead-lettered (or dropped if
         dead-lettering is off). Not logged one by one: a flood of expiries is a counter."""
         name = queue.node_name
