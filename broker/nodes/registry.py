@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Protocol
@@ -176,9 +177,11 @@ class Registry:
         name = queue.node_name
         self.expired[name] = self.expired.get(name, 0) + 1
         if self.dead_letter_address and queue.name != self.dead_letter_address:
-            lifetime = entry.lifetime
+            expires = entry.lifetime.expires_ms or 0
+            when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(expires // 1000))
             self._to_dead_letters(entry, dead_letter_annotations(
-                EXPIRED, f"expired at {lifetime.expires_ms} (ms since the epoch)", queue.name))
+                EXPIRED, f"its ttl or absolute-expiry-time passed at {when}.{expires % 1000:03d}Z",
+                queue.name))
 
     def _to_dead_letters(self, entry: Entry, annotations: dict[symbol, str]) -> None:
         data = with_annotations(entry.data, annotations)
