@@ -27,7 +27,7 @@ from filtex_broker.nodes.entry import Entry
 from filtex_broker.nodes.lifetime import COMMON
 from filtex_broker.nodes.node import RoomToWait
 
-__all__ = ["LOW_MARK", "PER_ENTRY", "PER_JOURNALED", "PER_TIMED", "MemoryBudget", "bytes_cost",
+__all__ = ["LOW_MARK", "PER_ENTRY", "PER_JOURNALED", "PER_MOMENT", "MemoryBudget", "bytes_cost",
            "entry_cost"]
 
 log = logging.getLogger("filtex.broker")
@@ -42,12 +42,12 @@ nothing per entry."""
 PER_JOURNALED: Final = 128
 """Bytes more in a durable node: the journal's store id (an int: 32) and its entry in the
 journal's index (a dict entry and its share of the table); 124 to 146 in resident size."""
-PER_TIMED: Final = 320
-"""Bytes more for a message that expires or waits for a scheduled time (divided among the
-entries sharing it, as its bytes are): its lifetime (a 3-slot object and two ints: 120) and up to
-two items in the deadline heap (a 4-tuple and two ints each, 100), which may outlive the entry
-until the heap is cleaned. A message with only a priority shares one lifetime per priority:
-nothing more."""
+PER_MOMENT: Final = 180
+"""Bytes more for each moment of a message that expires or waits for a scheduled time (divided
+among the entries sharing it, as its bytes are): its item in the deadline heap (a 4-tuple and
+two ints: about 110) and its share of its lifetime (a 3-slot object and its ints: about 70);
+tracemalloc: 186 for a ttl, 368 for a ttl and a schedule. A message with only a priority shares
+one lifetime per priority: nothing more."""
 LOW_MARK: Final = 0.9
 """Producers get credit again when the accounted total falls to this share of the limit."""
 
@@ -64,9 +64,10 @@ def entry_cost(entry: Entry, journaled: bool) -> int:
     """What holding ``entry`` costs the broker, in bytes (see the module docstring)."""
     cost = (PER_ENTRY + (PER_JOURNALED if journaled else 0)
             + bytes_cost(len(entry.data)) // entry.shares)
-    if entry.lifetime is not COMMON and (entry.lifetime.expires_ms is not None
-                                         or entry.lifetime.visible_ms is not None):
-        cost += PER_TIMED // entry.shares
+    lifetime = entry.lifetime
+    if lifetime is not COMMON:
+        moments = (lifetime.expires_ms is not None) + (lifetime.visible_ms is not None)
+        cost += PER_MOMENT * moments // entry.shares
     return cost
 
 
