@@ -34,7 +34,7 @@ log = logging.getLogger("filtex.broker")
 
 PER_ENTRY: Final = 176
 """Bytes one queued entry costs besides its message's bytes (CPython 3.11, 64-bit): the
-:class:`~filtex_broker.nodes.entry.Entry` (9 slots: 104, 112 as allocated), its position in the
+:class:`~filtex_broker.nodes.entry.Entry` (10 slots: 112, as allocated), its position in the
 queue (an int: 32), the queue's slot (8, and the list's spare room); 141 by tracemalloc, 176 in
 resident size with the allocator's rounding and arenas (``bench/bench_memory.py``). The node
 matcher's answer an entry keeps (its arrival) is shared by the entries with the same candidates:
