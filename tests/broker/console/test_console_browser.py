@@ -100,7 +100,7 @@ def test_the_page_shows_streams_offsets_and_their_consumers_position_and_lag(
     """``events.v`` holds offsets 0-9, its consumer read four (position 4, lag 6);
     ``events.empty`` holds nothing, its consumer waits at offset 0."""
     running = stream_broker(broker_factory, console="127.0.0.1:0")
-    kept, _ = four_read(running)
+    kept, _, _ = four_read(running)
     consumer(kept, "events.empty", credit=5, name="waiting")
     console = running.broker.console
     assert console is not None

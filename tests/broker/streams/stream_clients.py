@@ -137,7 +137,7 @@ def restart(broker_factory: BrokerFactory, running: RunningBroker,
 
 
 def four_read(running: RunningBroker, address: str = "events.v", **connection: Any,
-              ) -> tuple[BlockingConnection, BlockingReceiver]:
+              ) -> tuple[BlockingConnection, BlockingReceiver, RawReceiver]:
     """Offsets 0-9 in ``address``; a consumer ``reader`` from ``first`` that took 0-3 with its
     four credits and waits with none (position 4, lag 6). The connection (``connect``'s
     keywords) is left open, so that the consumer stays attached."""
@@ -147,4 +147,4 @@ def four_read(running: RunningBroker, address: str = "events.v", **connection: A
                                 o=offset_spec("first"))
     assert [offset for _, offset in received(opened, handler, 4)] == [0, 1, 2, 3]
     opened.wait(lambda: stream_of(running, address).delivered == 4, timeout=TIMEOUT)
-    return opened, receiver
+    return opened, receiver, handler

@@ -28,14 +28,21 @@ from .stream_clients import (
 # -- the console -------------------------------------------------------------------------
 
 
-def test_the_console_shows_offsets_segments_and_each_consumers_position(
+def test_the_console_shows_offsets_segments_and_each_consumers_position_as_it_reads(
         broker_factory: BrokerFactory) -> None:
     pytest.importorskip("aiohttp")
     from ..console.console_clients import api, node_of
 
     running = stream_broker(broker_factory, console="127.0.0.1:0")
-    kept, _ = four_read(running)
-    node = node_of(api(running, "/api/overview"), "events.v")
+    kept, reader, got = four_read(running)
+
+    def reader_link() -> tuple[int, int, int, int]:
+        """The consumer's position, lag, credit and messages sent, as the console has them."""
+        (link,) = node_of(api(running, "/api/overview"), "events.v")["links"]
+        return link["position"], link["lag"], link["credit"], link["sent"]
+
+    overview = api(running, "/api/overview")
+    node = node_of(overview, "events.v")
     assert (node["kind"], node["depth"]) == ("stream", 10)
     assert node["stream"] == {"first_offset": 0, "last_offset": 9, "next_offset": 10,
                               "segments": 1, "segments_dropped": 0, "skipped": 0}
@@ -44,6 +51,17 @@ def test_the_console_shows_offsets_segments_and_each_consumers_position(
     assert (link["name"], link["position"], link["lag"], link["sent"]) == ("reader", 4, 6, 4)
     peeked = api(running, "/api/messages?node=events.v&limit=3")
     assert [m["position"] for m in peeked["messages"]] == [7, 8, 9]
+    tested = api(running, "/api/test", data={"text": "region = 'EU'", "kind": "sql",
+                                              "node": "events.v", "limit": 4})
+    assert [(m["position"], m["result"]) for m in tested["messages"]] == [
+        (6, "FALSE"), (7, "TRUE"), (8, "FALSE"), (9, "TRUE")]
+    assert reader_link() == (4, 6, 0, 4), "peeked and tested: the reader has not moved"
+
+    publish(kept, "events.v", range(10, 13))
+    assert reader_link() == (4, 9, 0, 4)
+    reader.flow(20)
+    assert [offset for _, offset in received(kept, got, 13)] == list(range(13))
+    wait_for(lambda: reader_link() == (13, 0, 11, 13), "the reader at the end, 11 credits left")
     kept.close()
 
 
@@ -51,7 +69,8 @@ def test_the_console_shows_an_empty_stream_and_the_segments_retention_dropped(
         broker_factory: BrokerFactory) -> None:
     """An empty stream has no first or last offset; a stream kept to 128 KiB (in segments of
     64 KiB) that took 40 messages of 10 KB has dropped its oldest segments, and a consumer
-    still at offset 0 is shown at the oldest offset held, the one it reads next."""
+    still at offset 0 is shown at the oldest offset held, the one it reads next. A queue has
+    none of a stream's figures."""
     pytest.importorskip("aiohttp")
     from ..console.console_clients import api, node_of
 
@@ -59,6 +78,7 @@ def test_the_console_shows_an_empty_stream_and_the_segments_retention_dropped(
     connection = connect(running.url)
     consumer(connection, "events.empty", credit=5, name="waiting")
     _, stuck = consumer(connection, "events.big", name="stuck", o=offset_spec("first"))
+    connection.create_receiver("plain", name="plain-reader", credit=0)  # a queue: no figures
     publish(connection, "events.big", range(40), padding=10_000)  # after both attaches: the
     # broker has their attaches and the waiting consumer's flow, which came before
     overview = api(running, "/api/overview")
@@ -83,6 +103,10 @@ def test_the_console_shows_an_empty_stream_and_the_segments_retention_dropped(
     assert (link["name"], link["position"], link["lag"], link["sent"]) == (
         "stuck", first, 40 - first, 0)
     assert stuck.received == []
+    queue = node_of(overview, "plain")
+    assert (queue["kind"], queue["stream"]) == ("queue", None)
+    (link,) = queue["links"]
+    assert (link["name"], link["position"], link["lag"]) == ("plain-reader", None, None)
     connection.close()
 
 
@@ -118,7 +142,7 @@ def test_the_metrics_have_each_streams_figures_and_each_consumers_position_and_l
     from ..metrics_clients import scrape, value
 
     running = stream_broker(broker_factory, metrics="127.0.0.1:0")
-    kept, reader = four_read(running, container_id="first-app")
+    kept, reader, _ = four_read(running, container_id="first-app")
     other = connect(running.url, container_id="second-app")
     consumer(other, "events.v", name="reader", o=offset_spec("first"))  # no credit: at 0
     wait_for(lambda: len(stream_of(running, "events.v").readers) == 2, "both readers")
