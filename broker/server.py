@@ -40,7 +40,7 @@ from filtex_broker.nodes.registry import Registry, fold_deleted
 from filtex_broker.security.gate import SecureAcceptor
 from filtex_broker.security.setup import build_gate, reload_users, tls_listeners
 from filtex_broker.streams.consumer import StreamConsumer
-from filtex_broker.streams.node import Stream, StreamFigures, StreamSettings
+from filtex_broker.streams.node import Stream, StreamSettings
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
@@ -255,16 +255,17 @@ class Broker:
         refusals = dict(self.plugin.stats.refusals)
         for reason, count in list(self.links.refusals.items()):
             refusals[reason] = refusals.get(reason, 0) + count
-        streams: dict[str, StreamFigures] = {}
-        lags: dict[tuple[str, str], int] = {}
-        for name, node in list(self.registry.nodes.items()):
-            if isinstance(node, Stream):
-                figures = streams[name] = node.figures()
-                for reader in list(node.readers):
-                    if isinstance(reader, StreamConsumer):
-                        lags[(name, reader.name)] = figures.reader_at(reader.position)[1]
+        streams = {name: node.figures() for name, node in list(self.registry.nodes.items())
+                   if isinstance(node, Stream)}
+        stream_consumers: dict[tuple[str, str, str], tuple[int, int]] = {}
+        for client in list(self.clients.values()):
+            for consumer in list(client.consumers):  # a detached link has left the list
+                if isinstance(consumer, StreamConsumer) and not consumer.closed and (
+                        figures := streams.get(consumer.node.name)) is not None:
+                    stream_consumers[(consumer.node.name, consumer.name, str(client.origin))] = (
+                        figures.reader_at(consumer.position))
         return BrokerSnapshot(
-            streams=streams, stream_lags=lags,
+            streams=streams, stream_consumers=stream_consumers,
             refusals=refusals,
             depths={(node.kind, name): node.depth()
                     for name, node in list(self.registry.nodes.items())},

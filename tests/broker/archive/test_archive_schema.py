@@ -33,6 +33,7 @@ from ..broker_clients import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
+    import pyarrow
     from pyspark.sql import SparkSession
 
 from .archive_support import LONG_ADDRESS, order, send_all, stop  # noqa: E402
@@ -40,7 +41,7 @@ from .archive_support import LONG_ADDRESS, order, send_all, stop  # noqa: E402
 # ----------------------------------------------------------------------------- schema versions
 
 
-def write_segment(directory: Path, table: pa.Table, version: bytes | None) -> Path:
+def write_segment(directory: Path, table: pyarrow.Table, version: bytes | None) -> Path:
     import pyarrow.parquet as pq
 
     folder = directory / "address=q" / "date=2023-11-14" / "regular=true"
@@ -51,7 +52,7 @@ def write_segment(directory: Path, table: pa.Table, version: bytes | None) -> Pa
     return path
 
 
-def version_2_rows(n: int) -> pa.Table:
+def version_2_rows(n: int) -> pyarrow.Table:
     rows = [message_row(order(i, "EMEA"), address="q", arrival_ms=1_700_000_000_000 + i,
                         sequence=i) for i in range(n)]
     return rows_to_table(rows).drop_columns(["address", "date", "regular"])
