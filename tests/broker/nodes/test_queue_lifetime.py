@@ -19,7 +19,7 @@ from filtex_broker.nodes.registry import Registry
 from filtex_proton.amqp import Section, encode_message
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.plugin import FilterMessage
-from tests.broker.nodes.test_units import FakeConsumer
+from tests.broker.nodes.fakes import FakeConsumer
 
 NOW = 1_800_000_000_000
 
