@@ -186,7 +186,7 @@ class Queue(Node, LifetimeKeeping):
                 return
             del self._held[entry]
             self._elsewhere -= 1
-        elif entry.lifetime.priority == DEFAULT_PRIORITY:
+        elif (lifetime := entry.lifetime) is COMMON or lifetime.priority == DEFAULT_PRIORITY:
             self._slots[pos] = None
         else:
             self._vacate(entry, pos)
