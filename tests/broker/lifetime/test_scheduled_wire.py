@@ -22,9 +22,18 @@ from proton.utils import BlockingConnection
 
 from filtex_broker.config import BrokerConfig
 from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.topic import Topic
 from filtex_broker.server import Broker
 
-from ..broker_clients import TIMEOUT, RunningBroker, connect, nothing_more, send, wait_for
+from ..broker_clients import (
+    TIMEOUT,
+    RunningBroker,
+    TopicOption,
+    connect,
+    nothing_more,
+    send,
+    wait_for,
+)
 from .lifetime_clients import (
     DELIVERY_DELAY,
     NODE,
@@ -102,6 +111,31 @@ def test_a_browser_does_not_see_a_scheduled_message_until_it_is_due(
     consumer = conn.create_receiver(address, credit=10, name="consumer")
     assert [m.body for m in take(consumer, 2)] == ["plain", "delay-1000"]  # browsing took none
     assert nothing_more(conn, consumer)
+    conn.close()
+
+
+def test_a_scheduled_message_published_to_a_topic_is_held_in_each_subscription(
+        shared: RunningBroker) -> None:
+    """Two subscribers with credit: neither gets it within 0.6 s (a drain meanwhile is answered
+    at once: a held message is not one the subscriber can have), both get it once due."""
+    case = address = "lifetime.scheduled.topic"
+    conn = connect(shared.url)
+    subscribers = [conn.create_receiver(address, options=TopicOption(), credit=10, name=name)
+                   for name in ("first", "second")]
+    began = time.monotonic()
+    send(conn.create_sender(address, options=TopicOption()),
+         timed(case, "delay-1000", delay=1000), timed(case, "plain"))
+    for receiver in subscribers:
+        assert [m.body for m in take(receiver, 1)] == ["plain"]
+        assert nothing_more(conn, receiver)
+        receiver.flow(10)  # the drain took the credit
+    topic = shared.broker.registry.lookup(address)
+    assert isinstance(topic, Topic)
+    assert [s.queue.scheduled for s in topic.subscriptions] == [1, 1]
+    assert all(none_until(receiver, began + 0.6) for receiver in subscribers)
+    for receiver in subscribers:
+        assert [m.body for m in take(receiver, 1)] == ["delay-1000"]
+        assert nothing_more(conn, receiver)
     conn.close()
 
 
