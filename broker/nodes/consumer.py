@@ -177,7 +177,7 @@ class Consumer:
             lib.pn_delivery_settle(delivery)
             reason = f"{condition.name}: {condition.description}" if condition else "rejected"
             # first: with --data-dir, never only the removal
-            self.dead_letter(entry, reason, queue.name)
+            self.dead_letter(entry, reason, queue.node_name)
             queue.remove(entry)
         else:  # settled without an outcome: the peer is done with it
             lib.pn_delivery_settle(delivery)

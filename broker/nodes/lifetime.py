@@ -53,16 +53,22 @@ priority. :func:`lifetime_of` returns this very object for such a message, so a 
 ``lifetime is COMMON`` and keeps no object per message."""
 
 
+LATEST_MS: Final = 2**62
+"""The latest expiry or delivery time kept (146 million years from 1970): a later one, a ulong
+past a long's range or a delay added to the arrival, is taken as this, so that every time fits
+the durable store's signed 64-bit fields."""
+
 _BY_PRIORITY: Final = tuple(COMMON if p == DEFAULT_PRIORITY else Lifetime(priority=p)
                             for p in range(_MAX_PRIORITY + 1))
 """One shared lifetime per priority for the messages that set nothing else."""
 
 
 def _millis(value: Any) -> int | None:
-    """An int number of ms (timestamps and AMQP integers are ints); None for anything else."""
+    """An int number of ms (timestamps and AMQP integers are ints), at most :data:`LATEST_MS`;
+    None for anything else."""
     if isinstance(value, bool) or not isinstance(value, int):
         return None
-    return int(value)
+    return min(int(value), LATEST_MS)
 
 
 def _expiry(ttl: Any, absolute: Any, arrival_ms: int) -> int | None:
@@ -70,7 +76,7 @@ def _expiry(ttl: Any, absolute: Any, arrival_ms: int) -> int | None:
     found = [when for when in (arrival_ms + ttl if ttl is not None and ttl > 0 else None,
                                absolute if absolute is not None and absolute > 0 else None)
              if when is not None]
-    return min(found) if found else None
+    return min(*found, LATEST_MS) if found else None
 
 
 def _visible(annotations: Mapping[Any, Any], arrival_ms: int) -> int | None:
@@ -79,7 +85,7 @@ def _visible(annotations: Mapping[Any, Any], arrival_ms: int) -> int | None:
     found = [when for when in (at, arrival_ms + delay if delay is not None and delay > 0
                                else None)
              if when is not None and when > arrival_ms]
-    return max(found) if found else None
+    return min(max(found), LATEST_MS) if found else None
 
 
 def _priority(raw: Any) -> int:

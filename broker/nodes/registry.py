@@ -57,8 +57,8 @@ def dead_letter_annotations(reason: str, description: str, node: str) -> dict[sy
     """What a dead letter carries in its message annotations: why (``x-opt-dead-letter-reason``:
     ``expired`` or ``rejected``), in words (``x-opt-dead-letter-description``: the consumer's
     error condition, or the lifetime that passed) and the node it left
-    (``x-opt-dead-letter-node``). A message so marked never expires again
-    (``filtex_broker.nodes.lifetime``)."""
+    (``x-opt-dead-letter-node``: the queue, or a subscription's topic). A message so marked
+    never expires again (``filtex_broker.nodes.lifetime``)."""
     return {symbol(DEAD_LETTER_REASON): reason, _DESCRIPTION: description, _FROM: node}
 
 
@@ -79,6 +79,14 @@ class Streams(Protocol):
              store: Durability | None = None) -> Node:
         """A new stream; on disk if ``store`` is given."""
         ...
+
+
+def _utc(ms: int) -> str:
+    """A time in ms since the epoch as ISO 8601 UTC (ms too, for a year past 9999)."""
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+    except (OverflowError, ValueError, OSError):
+        return f"{ms} ms since the epoch"
 
 
 class Registry:
@@ -177,11 +185,9 @@ class Registry:
         name = queue.node_name
         self.expired[name] = self.expired.get(name, 0) + 1
         if self.dead_letter_address and queue.name != self.dead_letter_address:
-            expires = entry.lifetime.expires_ms or 0
-            when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(expires // 1000))
             self._to_dead_letters(entry, dead_letter_annotations(
-                EXPIRED, f"its ttl or absolute-expiry-time passed at {when}.{expires % 1000:03d}Z",
-                queue.name))
+                EXPIRED, f"its ttl or absolute-expiry-time passed at "
+                f"{_utc(entry.lifetime.expires_ms or 0)}", name))
 
     def _to_dead_letters(self, entry: Entry, annotations: dict[symbol, str]) -> None:
         data = with_annotations(entry.data, annotations)

@@ -141,10 +141,11 @@ class Journal(LogFile):
 
     def enqueue(self, entry: Entry) -> None:
         ident = self.next_id
+        data = timed_or_enqueue(entry, ident)  # first: nothing is noted of a record not made
         self.next_id += 1
         self.ids[entry] = ident
         self.live += entry.size + OVERHEAD
-        self.store.append(self, timed_or_enqueue(entry, ident))
+        self.store.append(self, data)
 
     def adopt(self, entry: Entry, ident: int) -> None:
         """A recovered message, already on disk under ``ident``."""

@@ -8,6 +8,8 @@ pass, the broker's start would only add to it).
 
 from __future__ import annotations
 
+import calendar
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -126,6 +128,16 @@ def detach(conn: BlockingConnection, receiver: BlockingReceiver) -> None:
 
 def annotations_of(m: Message) -> dict[str, Any]:
     return {str(k): v for k, v in (m.annotations or {}).items()}
+
+
+def expired_at(m: Message) -> int:
+    """The expiry a dead letter's description names (ISO 8601 UTC, to the ms), in ms."""
+    found = re.fullmatch(r"its ttl or absolute-expiry-time passed at "
+                         r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(\d{3})Z",
+                         annotations_of(m)[DESCRIPTION])
+    assert found is not None, annotations_of(m)
+    seconds = calendar.timegm(time.strptime(found.group(1), "%Y-%m-%dT%H:%M:%S"))
+    return seconds * 1000 + int(found.group(2))
 
 
 def same_message(dead: Message, sent: Message) -> None:

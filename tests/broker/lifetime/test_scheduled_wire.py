@@ -73,7 +73,7 @@ def test_scheduled_messages_are_held_then_delivered_in_due_order(shared: Running
          timed(case, "at-past", at=start - 10_000), timed(case, "plain"))
     queue = registry.lookup(address)
     assert isinstance(queue, Queue)
-    assert (queue.depth(), queue.scheduled) == (4, 2)  # the two held count in the depth
+    assert (queue.depth(), queue.held_back()) == (4, 2)  # the two held count in the depth
     send(sender, timed(case, "delay-1000-ttl-300", delay=1000, ttl=300))
 
     assert [m.body for m in take(receiver, 2)] == ["at-past", "plain"]
@@ -87,7 +87,7 @@ def test_scheduled_messages_are_held_then_delivered_in_due_order(shared: Running
     assert later[1][1] >= began_wall + 1.5 - SLACK
     wait_for(lambda: registry.expired.get(address) == 1, "the held message did not expire")
     assert nothing_more(conn, receiver)
-    assert (queue.depth(), queue.scheduled) == (0, 0)
+    assert (queue.depth(), queue.held_back()) == (0, 0)
 
     (dead,) = dead_letters(conn, case, 1)
     assert dead.body == "delay-1000-ttl-300"
@@ -131,7 +131,7 @@ def test_a_scheduled_message_published_to_a_topic_is_held_in_each_subscription(
         receiver.flow(10)  # the drain took the credit
     topic = shared.broker.registry.lookup(address)
     assert isinstance(topic, Topic)
-    assert [s.queue.scheduled for s in topic.subscriptions] == [1, 1]
+    assert [s.queue.held_back() for s in topic.subscriptions] == [1, 1]
     assert all(none_until(receiver, began + 0.6) for receiver in subscribers)
     for receiver in subscribers:
         assert [m.body for m in take(receiver, 1)] == ["delay-1000"]
