@@ -6,30 +6,17 @@ broker (in this process), which does apply them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 from proton import Message, symbol
 from proton.utils import BlockingConnection
 
-from filtex_broker.config import BrokerConfig
 from filtex_broker.server import Broker
 
-from .relay_rabbit import free_port
 from .relay_support import RelayFactory
 
 TIMEOUT = 20.0
 DELAY = symbol("x-opt-delivery-delay")
-
-
-@pytest.fixture
-def upstream() -> Iterator[Broker]:
-    broker = Broker(BrokerConfig(listen=(("127.0.0.1", free_port()),), container_id="upstream"))
-    thread = broker.start_in_thread()
-    yield broker
-    broker.stop()
-    thread.join(30)
-    assert not thread.is_alive()
 
 
 def test_the_relay_forwards_lifetime_fields_untouched_and_schedules_nothing(
