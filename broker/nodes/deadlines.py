@@ -71,31 +71,27 @@ class Deadlines:
         if len(heap) > 2 * self._cleaned + _CLEAN_FROM:
             self._clean()
         armed = self._armed_for
-        if self.arm is not None and (armed is None or when < armed):
-            self._armed_for = when
-            self.arm(max(0.001, (when - self.clock()) / 1000))
+        if armed is None or when < armed:
+            self._wake_at(when)
 
-    def next_due(self) -> int | None:
-        return self._heap[0][0] if self._heap else None
-
-    def run(self, now: int | None = None) -> int:
-        """Look at every entry whose moment has come; set the timer for the next. Returns how
-        many items were due."""
+    def run(self, now: int | None = None) -> None:
+        """Look at every entry whose moment has come; set the timer for the next."""
         if now is None:
             now = self.clock()
         heap = self._heap
-        due = 0
         while heap and heap[0][0] <= now:
             _, _, queue, entry = heapq.heappop(heap)
-            due += 1
             if entry.pos != GONE:
                 queue.at_deadline(entry, now)
         self._armed_for = None
-        if heap and self.arm is not None:
-            when = heap[0][0]
+        if heap:
+            self._wake_at(heap[0][0])
+
+    def _wake_at(self, when: int) -> None:
+        """Set the broker's timer for ``when`` (ms since the epoch), if it has one."""
+        if self.arm is not None:
             self._armed_for = when
             self.arm(max(0.001, (when - self.clock()) / 1000))
-        return due
 
     def _clean(self) -> None:
         """Drop the items of entries that have left their queue."""

@@ -33,7 +33,7 @@ _DELIVERY_TIME: Final = "x-opt-delivery-time"
 _DELIVERY_DELAY: Final = "x-opt-delivery-delay"
 DEAD_LETTER_REASON: Final = "x-opt-dead-letter-reason"
 """The message annotation a dead letter carries: why it was dead-lettered (``expired``,
-``rejected``); see ``filtex_broker.nodes.dead_letters``."""
+``rejected``); see ``filtex_broker.nodes.registry``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,12 +132,9 @@ def lifetime_of(message: FilterMessage, arrival_ms: int | None = None) -> Lifeti
         return COMMON
     if annotations and DEAD_LETTER_REASON in annotations:
         return _BY_PRIORITY[_priority(priority)]
-    else:
-        at = now_ms() if arrival_ms is None else arrival_ms
-        lifetime = Lifetime(_expiry(ttl, absolute, at),
-                            _visible(annotations, at) if scheduled else None, _priority(priority))
-    return _BY_PRIORITY[lifetime.priority] if lifetime == _BY_PRIORITY[lifetime.priority] \
-        else lifetime
+    at = now_ms() if arrival_ms is None else arrival_ms
+    return _shared(Lifetime(_expiry(ttl, absolute, at),
+                            _visible(annotations, at) if scheduled else None, _priority(priority)))
 
 
 def recovered_lifetime(data: bytes, times: tuple[int | None, int | None] | None) -> Lifetime:
@@ -146,6 +143,11 @@ def recovered_lifetime(data: bytes, times: tuple[int | None, int | None] | None)
     if times is None:  # neither: a priority at most (a ttl would have been written)
         return lifetime_of(FilterMessage(data))
     header = RawMessageView(data).section(Section.HEADER) or _NONE
-    lifetime = Lifetime(times[0], times[1], _priority(header.get("priority")))
-    return _BY_PRIORITY[lifetime.priority] if lifetime == _BY_PRIORITY[lifetime.priority] \
-        else lifetime
+    return _shared(Lifetime(times[0], times[1], _priority(header.get("priority"))))
+
+
+def _shared(lifetime: Lifetime) -> Lifetime:
+    """The shared object for a lifetime that only sets a priority (or nothing): no object per
+    message for those."""
+    shared = _BY_PRIORITY[lifetime.priority]
+    return shared if lifetime == shared else lifetime
