@@ -296,12 +296,14 @@ def build_loadgen() -> Path:
 
 
 def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", "filtex_broker"),
-                 ) -> tuple[subprocess.Popen[bytes], int]:
+                 tree: Path | None = None) -> tuple[subprocess.Popen[bytes], int]:
+    """A broker from this checkout, or from the source tree ``tree`` (``--baseline-tree``)."""
     ready = workdir / "ready"
+    env = None if tree is None else {**os.environ, "PYTHONPATH": str(tree)}
     broker = subprocess.Popen(
         [sys.executable, *launcher, "--listen", "127.0.0.1:0", "--ready-file", str(ready),
          "--log-level", "WARNING", *extra],
-        cwd=REPO,
+        cwd=tree or REPO, env=env,
     )
     deadline = time.monotonic() + 30
     while not ready.exists():
@@ -379,6 +381,8 @@ class Variant:
     """``--console``: seconds between two polls of the console's overview (0: no console)."""
     launcher: tuple[str, ...] = ("-m", "filtex_broker")
     """How Python starts it (``--door-check``: a launcher in bench/ that swaps the check out)."""
+    tree: Path | None = None
+    """``--baseline-tree``: the source tree the broker runs from (None: this checkout)."""
 
 
 def free_port() -> int:
@@ -436,6 +440,8 @@ def variants(args: argparse.Namespace) -> list[Variant]:
     if args.console:
         chosen.append(Variant("--console", ("--console", "127.0.0.1:{port}"),
                               console_poll=args.console_poll))
+    if args.baseline_tree is not None:
+        chosen.append(Variant(f"baseline {args.baseline_tree.name}", (), tree=args.baseline_tree))
     if args.door_check:
         chosen.append(Variant("scan only", (), launcher=(str(Path(__file__).with_name(
             "scan_only_broker.py")),)))
@@ -454,7 +460,8 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
     console_port = free_port() if variant.console_poll else 0
     flags = tuple(flag.format(port=console_port) for flag in flags)
     with tempfile.TemporaryDirectory() as tmp:
-        broker, port = start_broker(Path(tmp), *flags, launcher=variant.launcher)
+        broker, port = start_broker(Path(tmp), *flags, launcher=variant.launcher,
+                                    tree=variant.tree)
         try:
             for scenario in scenarios(args):
                 queue = f"bench-{run}-{scenario.name.replace(' ', '-')}"
@@ -510,7 +517,13 @@ def main() -> int:
     parser.add_argument("--door-check", action="store_true",
                         help="also run the broker with the door check replaced by the layout "
                         "scan alone (bench/scan_only_broker.py), to measure what the check costs")
+    parser.add_argument("--baseline-tree", type=Path, metavar="DIR",
+                        help="also run the broker from another source tree (a checkout of the "
+                        "commit to compare with, e.g. `git worktree add /tmp/before main`), "
+                        "interleaved run by run, to measure a change")
     args = parser.parse_args()
+    if args.baseline_tree is not None and not (args.baseline_tree / "broker").is_dir():
+        parser.error(f"--baseline-tree {args.baseline_tree}: not a filtex-proton source tree")
     loadgen = build_loadgen()
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
@@ -529,6 +542,17 @@ def main() -> int:
         same = statistics.median(results[("in memory", scenario_name)])
         print(f"{variant_name:10s} {scenario_name:12s} {rate:15.0f} {rate / baseline:13.2f}x "
               f"{rate / same:12.2f}x {statistics.median(cpu[(variant_name, scenario_name)]):11.2f}")
+    if args.baseline_tree is not None:
+        before_name = f"baseline {args.baseline_tree.name}"
+        print(f"\nthis checkout against {args.baseline_tree} (same run; medians):")
+        for scenario in scenarios(args):
+            now_cpu = statistics.median(cpu[("in memory", scenario.name)])
+            then_cpu = statistics.median(cpu[(before_name, scenario.name)])
+            now_rate = statistics.median(results[("in memory", scenario.name)])
+            then_rate = statistics.median(results[(before_name, scenario.name)])
+            print(f"  {scenario.name:12s} CPU {then_cpu:6.2f} -> {now_cpu:6.2f} us/msg "
+                  f"({now_cpu / then_cpu - 1:+6.1%}), rate {then_rate:7.0f} -> {now_rate:7.0f} "
+                  f"msg/s ({now_rate / then_rate - 1:+6.1%})")
     if args.door_check:
         print("\nthe door check against the scan alone (same run; medians):")
         for scenario in scenarios(args):

@@ -82,10 +82,16 @@ class BrokerSnapshot:
     memory_limit: int = 0
     producers_blocked: bool = False
     memory_blockings: int = 0
+    expired: dict[str, int] | None = None
+    """Messages expired, by node."""
+    scheduled: dict[str, int] | None = None
+    """Messages held until their scheduled delivery time, by node (nodes holding none left
+    out)."""
     streams: dict[str, StreamFigures] | None = None
     """``--stream``: each stream's offsets, segments and skipping."""
-    stream_lags: dict[tuple[str, str], int] | None = None
-    """(stream, consumer link name) -> offsets from the consumer's position to the end."""
+    stream_consumers: dict[tuple[str, str, str], tuple[int, int]] | None = None
+    """(stream, consumer link name, connection) -> the consumer's position (the next offset it
+    reads) and its lag (offsets from there to the end); one entry per attached consumer."""
 
 
 class BrokerMetrics:
@@ -203,6 +209,12 @@ class BrokerMetrics:
         yield _counter("filtex_link_refusals", "Links refused, by reason (the filter type, "
                        "'limit', or the broker's condition)", "reason", state.refusals)
         yield _depth_gauge(state.depths)
+        yield _counter("filtex_messages_expired", "Messages whose ttl or absolute-expiry-time "
+                       "passed before delivery (dead-lettered, or dropped)", "node",
+                       state.expired or {})
+        yield _gauge("filtex_messages_scheduled", "Messages held until their scheduled delivery "
+                     "time (x-opt-delivery-time or -delay; counted in the depth too)", "node",
+                     state.scheduled or {})
         yield _gauge("filtex_connections", "Client connections open", None,
                      {"": state.connections})
         yield _counter("filtex_induced_evaluation_errors",
@@ -226,7 +238,7 @@ class BrokerMetrics:
         if state.archive is not None:
             yield from _archive_metrics(state.archive)
         if state.streams:
-            yield from _stream_metrics(state.streams, state.stream_lags or {})
+            yield from _stream_metrics(state.streams, state.stream_consumers or {})
 
 
 class _Collector(Collector):
@@ -324,15 +336,26 @@ _STREAM_COUNTERS: Final = (
 )
 
 
+_STREAM_CONSUMER_GAUGES: Final = (
+    ("filtex_stream_consumer_position", "The next offset a stream consumer reads"),
+    ("filtex_stream_consumer_lag", "Offsets from a stream consumer's position to the stream's "
+     "end"),
+)
+_STREAM_CONSUMER_LABELS: Final = ("node", "link", "connection")
+"""A link name is the client's choice: two connections can read one stream under the same
+name, so a consumer's series also carry its connection (the number the log and console show)."""
+
+
 def _stream_metrics(streams: Mapping[str, StreamFigures],
-                    lags: Mapping[tuple[str, str], int]) -> Iterator[Metric]:
-    """Per stream its figures; per stream consumer its lag."""
+                    consumers: Mapping[tuple[str, str, str], tuple[int, int]],
+                    ) -> Iterator[Metric]:
+    """Per stream its figures; per attached stream consumer its position and lag."""
     for name, text, attribute in _STREAM_GAUGES:
         yield _gauge(name, text, "node", {node: getattr(figures, attribute)
                                           for node, figures in streams.items()})
     for name, text, attribute in _STREAM_COUNTERS:
         yield _counter(name, text, "node", {node: getattr(figures, attribute)
                                             for node, figures in streams.items()})
-    yield _family(GaugeMetricFamily, "filtex_stream_consumer_lag",
-                  "Offsets from a stream consumer's position to the stream's end",
-                  ("node", "link"), dict(lags))
+    for index, (name, text) in enumerate(_STREAM_CONSUMER_GAUGES):
+        yield _family(GaugeMetricFamily, name, text, _STREAM_CONSUMER_LABELS,
+                      {key: values[index] for key, values in consumers.items()})

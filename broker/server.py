@@ -40,7 +40,7 @@ from filtex_broker.nodes.registry import Registry, fold_deleted
 from filtex_broker.security.gate import SecureAcceptor
 from filtex_broker.security.setup import build_gate, reload_users, tls_listeners
 from filtex_broker.streams.consumer import StreamConsumer
-from filtex_broker.streams.node import Stream, StreamFigures, StreamSettings
+from filtex_broker.streams.node import Stream, StreamSettings
 from filtex_proton import __version__
 from filtex_proton.plugin import FiltexPlugin
 
@@ -58,6 +58,9 @@ log = logging.getLogger("filtex.broker")
 
 ANONYMOUS_RELAY: Final = symbol("ANONYMOUS-RELAY")
 SHARED_SUBS: Final = symbol("SHARED-SUBS")
+DELAYED_DELIVERY: Final = symbol("DELAYED_DELIVERY")
+"""Offered as Artemis does: x-opt-delivery-time and x-opt-delivery-delay are honoured (Qpid JMS
+sends a delivery delay only to a peer offering it)."""
 FORCED: Final = "amqp:connection:forced"
 RESOURCE_LIMIT_EXCEEDED: Final = "amqp:resource-limit-exceeded"
 T = TypeVar("T")
@@ -118,6 +121,16 @@ class _Deadline(Handler):
 
     def on_timer_task(self, event: Event) -> None:
         self.broker.force_stop()
+
+
+class _Tick(Handler):
+    """A timer task: timed messages' moments (expiry, scheduled delivery) have come."""
+
+    def __init__(self, run: Callable[[], object]) -> None:
+        self.run = run
+
+    def on_timer_task(self, event: Event) -> None:
+        self.run()
 
 
 def _stream_settings(config: BrokerConfig) -> StreamSettings | None:
@@ -242,19 +255,23 @@ class Broker:
         refusals = dict(self.plugin.stats.refusals)
         for reason, count in list(self.links.refusals.items()):
             refusals[reason] = refusals.get(reason, 0) + count
-        streams: dict[str, StreamFigures] = {}
-        lags: dict[tuple[str, str], int] = {}
-        for name, node in list(self.registry.nodes.items()):
-            if isinstance(node, Stream):
-                figures = streams[name] = node.figures()
-                for reader in list(node.readers):
-                    if isinstance(reader, StreamConsumer):
-                        lags[(name, reader.name)] = figures.reader_at(reader.position)[1]
+        streams = {name: node.figures() for name, node in list(self.registry.nodes.items())
+                   if isinstance(node, Stream)}
+        stream_consumers: dict[tuple[str, str, str], tuple[int, int]] = {}
+        for client in list(self.clients.values()):
+            for consumer in list(client.consumers):  # a detached link has left the list
+                if isinstance(consumer, StreamConsumer) and not consumer.closed and (
+                        figures := streams.get(consumer.node.name)) is not None:
+                    stream_consumers[(consumer.node.name, consumer.name, str(client.origin))] = (
+                        figures.reader_at(consumer.position))
         return BrokerSnapshot(
-            streams=streams, stream_lags=lags,
+            streams=streams, stream_consumers=stream_consumers,
             refusals=refusals,
             depths={(node.kind, name): node.depth()
                     for name, node in list(self.registry.nodes.items())},
+            expired=dict(self.registry.expired),
+            scheduled={name: held for name, node in list(self.registry.nodes.items())
+                       if (held := node.held_back())},
             connections=len(self.clients),
             induced_errors=self.induced_errors.total(),
             connections_closed_for_errors=self.induced_errors.closed,
@@ -366,6 +383,10 @@ class Broker:
     def started(self, container: Container) -> None:
         """Bind the listeners and announce them (called from ``on_reactor_init``)."""
         container.selectable(self._waker)  # type: ignore[arg-type]  # duck-typed like EventInjector
+        deadlines = self.registry.deadlines
+        tick = _Tick(deadlines.run)
+        deadlines.arm = lambda delay: container.schedule(delay, tick)
+        deadlines.run()  # what recovery restored may be due already
         listeners = [(address, False) for address in self.config.listen]
         listeners += [(address, True) for address in tls_listeners(self.config)]
         for (host, port), tls in listeners:
@@ -426,8 +447,9 @@ class Broker:
         if self.config.idle_timeout and connection.transport is not None:
             connection.transport.idle_timeout = self.config.idle_timeout  # declared as half
         # SHARED-SUBS: Qpid JMS creates shared subscriptions only if offered (not relayed)
+        # DELAYED_DELIVERY: the nodes here schedule; a relayed upstream decides for itself
         connection.offered_capabilities = [ANONYMOUS_RELAY] if self.links.upstream is not None \
-            else [ANONYMOUS_RELAY, SHARED_SUBS]
+            else [ANONYMOUS_RELAY, SHARED_SUBS, DELAYED_DELIVERY]
         # what we are, so that a relay in front of us knows it (broker/relay/brokers.py)
         connection.properties = {symbol("product"): "filtex-broker",
                                  symbol("version"): __version__}

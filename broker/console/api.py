@@ -67,6 +67,7 @@ def _node_json(node: NodeCopy, describer: Describer) -> dict[str, Any]:
     filtered_out = sum(link.filtered_out for link in node.links)
     return {"name": node.name, "kind": node.kind, "depth": node.depth, "bytes": node.bytes,
             "in": node.messages_in, "out": out, "filtered_out": filtered_out,
+            "expired": node.expired, "scheduled": node.scheduled,
             "consumers": node.consumers, "producers": node.producers, "links": links,
             "stream": _stream_json(node.stream)}
 

@@ -96,6 +96,10 @@ class NodeCopy:
     consumers: int
     producers: int
     links: list[LinkCopy] = field(default_factory=list)
+    expired: int = 0
+    """Messages that expired here (a topic: in its subscriptions)."""
+    scheduled: int = 0
+    """Messages held until their scheduled delivery time."""
     stream: StreamFigures | None = None
     """A stream's offsets and segments (None: not a stream)."""
 
@@ -180,6 +184,7 @@ def _copy_queue_or_topic(node: Queue | Topic, copy: NodeCopy,
                          peer: dict[int, tuple[int, str]]) -> None:
     copy.bytes = (node.bytes if isinstance(node, Queue)
                   else sum(s.queue.bytes for s in node.subscriptions))
+    copy.scheduled = node.held_back()
     for consumer, subscription in _consumers_of(node):
         copy.links.append(_consumer_copy(consumer, peer, subscription))
     if isinstance(node, Topic):
@@ -219,7 +224,7 @@ def overview(broker: Inspected) -> Overview:
         if not isinstance(node, Queue | Topic | Stream):
             continue
         copy = NodeCopy(name, node.kind, node.depth(), 0, messages_in.get(name, 0), 0,
-                        producers.get(name, 0))
+                        producers.get(name, 0), expired=broker.registry.expired.get(name, 0))
         if isinstance(node, Stream):
             _copy_stream(node, copy, peer)
         else:

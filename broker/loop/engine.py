@@ -9,7 +9,7 @@ and checked in :mod:`filtex_broker.loop.proton_internals`), with the raw ``pn_li
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from proton import Delivery
 
@@ -19,8 +19,8 @@ from filtex_broker.loop.proton_internals import lib as _lib
 
 __all__ = [
     "ACCEPTED", "MODIFIED", "NULL", "PN_DELIVERY", "PN_EOS", "PN_LINK_FLOW", "PN_TRANSPORT",
-    "REJECTED", "RELEASED", "TERMINAL", "ReceiveBuffer", "ffi", "impl", "lib", "send_bytes",
-    "wrap_delivery",
+    "REJECTED", "RELEASED", "TERMINAL", "ReceiveBuffer", "TaggedSender", "ffi", "impl", "lib",
+    "send_bytes", "send_tagged", "wrap_delivery",
 ]
 
 ffi: Final[Any] = _ffi
@@ -57,6 +57,32 @@ def send_bytes(link: Any, tag: bytes, data: bytes) -> Any:
     delivery = _lib.pn_delivery(link, (len(tag), _ffi.from_buffer(tag)))
     _lib.pn_link_send(link, _ffi.from_buffer(data), len(data))
     _lib.pn_link_advance(link)
+    return delivery
+
+
+class TaggedSender(Protocol):
+    """The broker's end of a link it sends on, as :func:`send_tagged` keeps it."""
+
+    impl: Any
+    """The ``pn_link_t *``."""
+    tags: int
+    """Deliveries tagged so far (the last tag, in hex)."""
+    credit: int
+    sent: int
+    presettled: bool
+
+
+def send_tagged(sender: TaggedSender, data: bytes) -> Any:
+    """One message on ``sender``'s link under its next tag, one credit spent and one more sent;
+    on a pre-settled link the delivery is settled at once and None returned, else the
+    ``pn_delivery_t *`` for the caller to keep until the peer settles it."""
+    sender.tags += 1
+    delivery = send_bytes(sender.impl, b"%x" % sender.tags, data)
+    sender.credit -= 1
+    sender.sent += 1
+    if sender.presettled:
+        _lib.pn_delivery_settle(delivery)
+        return None
     return delivery
 
 

@@ -24,15 +24,17 @@ import logging
 from typing import Final
 
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.lifetime import COMMON
 from filtex_broker.nodes.node import RoomToWait
 
-__all__ = ["LOW_MARK", "PER_ENTRY", "PER_JOURNALED", "MemoryBudget", "bytes_cost", "entry_cost"]
+__all__ = ["LOW_MARK", "PER_ENTRY", "PER_JOURNALED", "PER_MOMENT", "MemoryBudget", "bytes_cost",
+           "entry_cost"]
 
 log = logging.getLogger("filtex.broker")
 
 PER_ENTRY: Final = 176
 """Bytes one queued entry costs besides its message's bytes (CPython 3.11, 64-bit): the
-:class:`~filtex_broker.nodes.entry.Entry` (9 slots: 104, 112 as allocated), its position in the
+:class:`~filtex_broker.nodes.entry.Entry` (10 slots: 112, as allocated), its position in the
 queue (an int: 32), the queue's slot (8, and the list's spare room); 141 by tracemalloc, 176 in
 resident size with the allocator's rounding and arenas (``bench/bench_memory.py``). The node
 matcher's answer an entry keeps (its arrival) is shared by the entries with the same candidates:
@@ -40,6 +42,12 @@ nothing per entry."""
 PER_JOURNALED: Final = 128
 """Bytes more in a durable node: the journal's store id (an int: 32) and its entry in the
 journal's index (a dict entry and its share of the table); 124 to 146 in resident size."""
+PER_MOMENT: Final = 180
+"""Bytes more for each moment of a message that expires or waits for a scheduled time (divided
+among the entries sharing it, as its bytes are): its item in the deadline heap (a 4-tuple and
+two ints: about 110) and its share of its lifetime (a 3-slot object and its ints: about 70);
+tracemalloc: 186 for a ttl, 368 for a ttl and a schedule. A message with only a priority shares
+one lifetime per priority: nothing more."""
 LOW_MARK: Final = 0.9
 """Producers get credit again when the accounted total falls to this share of the limit."""
 
@@ -54,8 +62,13 @@ def bytes_cost(size: int) -> int:
 
 def entry_cost(entry: Entry, journaled: bool) -> int:
     """What holding ``entry`` costs the broker, in bytes (see the module docstring)."""
-    return (PER_ENTRY + (PER_JOURNALED if journaled else 0)
+    cost = (PER_ENTRY + (PER_JOURNALED if journaled else 0)
             + bytes_cost(len(entry.data)) // entry.shares)
+    lifetime = entry.lifetime
+    if lifetime is not COMMON:
+        moments = (lifetime.expires_ms is not None) + (lifetime.visible_ms is not None)
+        cost += PER_MOMENT * moments // entry.shares
+    return cost
 
 
 class MemoryBudget(RoomToWait):

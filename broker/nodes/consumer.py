@@ -43,7 +43,8 @@ __all__ = ["Consumer"]
 log = logging.getLogger("filtex.broker")
 
 MessageFactory = Callable[[bytes, object], FilterMessage]
-DeadLetter = Callable[[Entry, str], None]
+DeadLetter = Callable[[Entry, str, str], None]
+"""Dead-letters a rejected message: why (the consumer's error condition), and the queue it left."""
 
 
 class Consumer:
@@ -175,7 +176,8 @@ class Consumer:
             condition = wrap_delivery(delivery).remote.condition
             lib.pn_delivery_settle(delivery)
             reason = f"{condition.name}: {condition.description}" if condition else "rejected"
-            self.dead_letter(entry, reason)  # first: with --data-dir, never only the removal
+            # first: with --data-dir, never only the removal
+            self.dead_letter(entry, reason, queue.node_name)
             queue.remove(entry)
         else:  # settled without an outcome: the peer is done with it
             lib.pn_delivery_settle(delivery)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Final
 
+from filtex_broker.nodes.lifetime import COMMON, Lifetime
 from filtex_proton.matcher import Arrival
 from filtex_proton.plugin import FilterMessage
 
@@ -33,12 +34,16 @@ class Entry:
     holds, per consumer, what is rare: a refusal, retries after a filter ran out of time.
     """
 
-    __slots__ = ("arrival", "browse_arrival", "data", "fresh", "notes", "origin", "owner", "pos",
-                 "shares")
+    __slots__ = ("arrival", "browse_arrival", "data", "fresh", "lifetime", "notes", "origin",
+                 "owner", "pos", "shares")
 
     def __init__(self, data: bytes, origin: Hashable | None = None,
-                 message: FilterMessage | None = None, *, shares: int = 1) -> None:
+                 message: FilterMessage | None = None, *, shares: int = 1,
+                 lifetime: Lifetime = COMMON) -> None:
         self.data = data
+        self.lifetime = lifetime
+        """When it expires, when it becomes visible, its priority (:data:`COMMON`, shared, for
+        a message that sets none of them)."""
         self.origin = origin
         """The identity of the connection the message arrived on (for no-local)."""
         self.fresh = message
@@ -60,9 +65,10 @@ class Entry:
         """The same, among the queue's browsers (when they are indexed)."""
 
     @classmethod
-    def of(cls, message: FilterMessage, *, shares: int = 1) -> Entry:
+    def of(cls, message: FilterMessage, *, shares: int = 1,
+           lifetime: Lifetime = COMMON) -> Entry:
         """The entry of a message that just arrived (its decoded sections kept for the offer)."""
-        return cls(message.data, message.origin, message, shares=shares)
+        return cls(message.data, message.origin, message, shares=shares, lifetime=lifetime)
 
     @property
     def message(self) -> FilterMessage:

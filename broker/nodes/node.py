@@ -138,6 +138,10 @@ class Node(RoomToWait):
         """Store an entry regardless of limits (dead letters must never vanish)."""
         raise NotImplementedError
 
+    def held_back(self) -> int:
+        """Messages held until their scheduled delivery time (counted in :meth:`depth`)."""
+        return 0
+
     def depth(self) -> int:
         """Messages held, for logs."""
         raise NotImplementedError

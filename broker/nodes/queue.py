@@ -32,16 +32,20 @@ consumer with credit can be waiting for).
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import ClassVar, Final, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget, entry_cost
+from filtex_broker.nodes.deadlines import GONE, Deadlines
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.holding import HELD, Expired, LifetimeKeeping, lapsed
+from filtex_broker.nodes.lanes import COMPACT_MIN, Lane, compact
+from filtex_broker.nodes.lifetime import COMMON, DEFAULT_PRIORITY, lifetime_of
 from filtex_broker.nodes.node import Journal, Node, NodeLimits
 from filtex_proton.matcher import Arrival, NodeMatcher, Verdict
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
-__all__ = ["Outlet", "Queue"]
+__all__ = ["HELD", "Expired", "Outlet", "Queue"]
 
 
 class Outlet(Protocol):
@@ -59,22 +63,31 @@ class Outlet(Protocol):
 
     def __hash__(self) -> int: ...  # by identity: the node matcher's key
 
+Scan = Callable[[Outlet, list[Entry | None], int], tuple[Entry | None, int]]
+"""Looks through one priority's slots from a cursor: what it found, and where the cursor goes."""
+
 MATCHER_FROM: Final = 4
 """Filtered consumers from which a queue offers messages through its node matcher: below, each
 consumer's filter is simply evaluated in turn (the index costs more than it saves for a few
 links; bench_broker's 1-filtered case), as with no matcher at all."""
-_COMPACT_MIN: Final = 1024
-"""Holes tolerated before compaction (compaction also waits for holes > live entries)."""
 
 
-class Queue(Node):
+class Queue(Node, LifetimeKeeping):
     """Messages kept until consumed; see the module docstring for the dispatch rules."""
 
     kind: ClassVar[str] = "queue"
 
     def __init__(self, name: str, limits: NodeLimits, *, owner: Node | None = None,
-                 budget: MemoryBudget | None = None) -> None:
+                 budget: MemoryBudget | None = None, deadlines: Deadlines | None = None) -> None:
         super().__init__(name, limits)
+        self._keep_lifetimes(deadlines if deadlines is not None else Deadlines())
+        self._lanes: dict[int, Lane] = {}
+        """The priorities other than the default that have entries (``filtex_broker.nodes.lanes``;
+        the default priority's entries are in ``_slots``)."""
+        self._ordered: list[Lane | None] = []
+        """With lanes: every priority held, highest first (None: ``_slots``)."""
+        self._elsewhere = 0
+        """Entries held back or in a lane: ``count`` less these are in ``_slots``."""
         self.budget = budget
         """The broker-wide memory budget its entries are charged to (``--max-memory``)."""
         self._slots: list[Entry | None] = []
@@ -111,23 +124,34 @@ class Queue(Node):
     # -- storage ---------------------------------------------------------------
 
     def publish(self, message: FilterMessage) -> None:
-        self.put(Entry.of(message))
+        self.put(Entry.of(message, lifetime=lifetime_of(message)))
 
     def put(self, entry: Entry, *, log: bool = True) -> None:
-        """Append an entry and offer it to consumers; then it keeps only its bytes (the
-        plugin's message it arrived with is dropped). ``log=False``: already in the journal
-        (recovery)."""
-        entry.pos = len(self._slots)
-        self._slots.append(entry)
+        """Take an entry in and offer it to consumers (or hold it until its scheduled delivery
+        time); then it keeps only its bytes (the plugin's message it arrived with is dropped).
+        ``log=False``: already in the journal (recovery)."""
         journal = self.journal
         if journal is not None and log:
             journal.enqueue(entry)
         self.count += 1
-        self.ready += 1
         self.bytes += len(entry.data)
         budget = self.budget
         if budget is not None:
             budget.charge(entry_cost(entry, journal is not None))
+        if entry.lifetime is not COMMON and self._held_back(entry):
+            return
+        self._place(entry)
+
+    def _place(self, entry: Entry) -> None:
+        """Append a visible entry to its priority's slots and offer it."""
+        priority = entry.lifetime.priority
+        if priority == DEFAULT_PRIORITY:
+            entry.pos = len(self._slots)
+            self._slots.append(entry)
+        else:
+            self._lane(priority).append(entry)
+            self._elsewhere += 1
+        self.ready += 1
         if self.consumers:
             if self._filtered < MATCHER_FROM:  # a few filters: evaluating each is cheaper
                 self.dispatch(browsers=False)
@@ -150,23 +174,34 @@ class Queue(Node):
     def depth(self) -> int:
         return self.count
 
+    def held_back(self) -> int:
+        return len(self._held)
+
     def remove(self, entry: Entry) -> None:
-        """The entry is settled (consumed, dead-lettered, dropped): it leaves the queue."""
+        """The entry is settled (consumed, dead-lettered, dropped, expired): it leaves the
+        queue (a queued entry is no longer ready; see :meth:`_expire`)."""
         pos = entry.pos
         if pos < 0:
-            return
-        self._slots[pos] = None
+            if pos != HELD:
+                return
+            del self._held[entry]
+            self._elsewhere -= 1
+        elif (lifetime := entry.lifetime) is COMMON or lifetime.priority == DEFAULT_PRIORITY:
+            self._slots[pos] = None
+        else:
+            self._vacate(entry, pos)
         journal = self.journal
         if journal is not None:
             journal.ack(entry)
-        entry.pos = -1
+        entry.pos = GONE
         entry.owner = None
         self.count -= 1
         self.bytes -= len(entry.data)
         if self.budget is not None:
             self.budget.credit(entry_cost(entry, journal is not None))
-        holes = len(self._slots) - self.count
-        if holes > _COMPACT_MIN and holes > self.count:
+        live = self.count - self._elsewhere
+        holes = len(self._slots) - live
+        if holes > COMPACT_MIN and holes > live:
             self._compact()
         owner = self._owner if self._owner is not None else self
         if owner.stalled:
@@ -177,15 +212,20 @@ class Queue(Node):
         :meth:`dispatch_returned` (or :meth:`dispatch`) to offer what came back."""
         entry.owner = None
         self.ready += 1
+        if entry.lifetime is not COMMON and lapsed(entry, self.deadlines.clock()):
+            self.deadlines.add(0, self, entry)  # expired while delivered: at the next tick
         pos = entry.pos
-        for consumer in self.consumers:
-            consumer.cursor = min(consumer.cursor, pos)
+        if entry.lifetime.priority == DEFAULT_PRIORITY:
+            for consumer in self.consumers:
+                consumer.cursor = min(consumer.cursor, pos)
+        else:
+            self._lanes[entry.lifetime.priority].rewind(pos)
         self._returned.append(entry)
 
     def dispatch_returned(self) -> None:
         """Offer the entries that came back, in queue order (only to who may match them)."""
         returned, self._returned = self._returned, []
-        returned.sort(key=_position)
+        returned.sort(key=_place_in_order)
         for entry in returned:
             self._offer(entry)
 
@@ -210,21 +250,41 @@ class Queue(Node):
             entry.browse_arrival = entry.browse_arrival.again(message)
 
     def entries(self) -> list[Entry]:
-        """The entries held, in order (for tests and diagnostics)."""
-        return [e for e in self._slots if e is not None]
+        """The entries in their slots, in delivery order: priority, then arrival (for tests and
+        diagnostics; not those held until a scheduled time)."""
+        return [e for slots in self._all_slots() for e in slots if e is not None]
+
+    def _all_slots(self) -> list[list[Entry | None]]:
+        """Every priority's slots, highest first."""
+        if not self._lanes:
+            return [self._slots]
+        return [self._slots if lane is None else lane.slots for lane in self._ordered]
 
     def _compact(self) -> None:
         """Drop the holes; renumber entries and every cursor."""
-        old_positions: list[int] = []
-        slots: list[Entry | None] = []
-        for index, entry in enumerate(self._slots):
-            if entry is not None:
-                entry.pos = len(slots)
-                slots.append(entry)
-                old_positions.append(index)
+        self._slots, old_positions = compact(self._slots)
         for consumer in (*self.consumers, *self.browsers):
             consumer.cursor = bisect_left(old_positions, consumer.cursor)
-        self._slots = slots
+
+    def _lane(self, priority: int) -> Lane:
+        lane = self._lanes.get(priority)
+        if lane is None:
+            lane = self._lanes[priority] = Lane(priority)
+            self._order_lanes()
+        return lane
+
+    def _vacate(self, entry: Entry, pos: int) -> None:
+        """An entry leaves its lane (the lane goes with its last entry)."""
+        lane = self._lanes[entry.lifetime.priority]
+        lane.vacate(pos)
+        self._elsewhere -= 1
+        if not lane.live:
+            del self._lanes[lane.priority]
+            self._order_lanes()
+
+    def _order_lanes(self) -> None:
+        lanes = self._lanes
+        self._ordered = [lanes.get(p) for p in sorted({*lanes, DEFAULT_PRIORITY}, reverse=True)]
 
     # -- consumers ---------------------------------------------------------------
 
@@ -250,14 +310,23 @@ class Queue(Node):
                 consumer.ruled_out = self.matcher.ruled_out(consumer)  # for its final counts
                 self.matcher.unregister(consumer)
                 self._filtered -= consumer.filter is not None
+            for lane in self._lanes.values():
+                lane.forget(consumer)
 
     def destroy(self) -> None:
         journaled = self.journal is not None
+        held = [*self.entries(), *self._held]
         if self.budget is not None:
-            self.budget.credit(sum(entry_cost(e, journaled) for e in self._slots if e is not None))
+            self.budget.credit(sum(entry_cost(e, journaled) for e in held))
         if self.journal is not None:
             self.journal.drop()
             self.journal = None
+        for entry in held:
+            entry.pos = GONE  # its deadlines, if any, are void
+        self._held = {}
+        self._lanes = {}
+        self._ordered = []
+        self._elsewhere = 0
         self._slots = []
         self.count = self.ready = self.bytes = 0
 
@@ -268,6 +337,8 @@ class Queue(Node):
         credit that matches it, round robin among those that may; without one, it waits."""
         if entry.owner is not None or entry.pos < 0:
             return  # taken meanwhile (a full dispatch ran first)
+        if entry.lifetime is not COMMON and lapsed(entry, self.deadlines.clock()):
+            return  # expired: never delivered (the deadlines remove it)
         if self._dispatching:
             self._again = True  # the dispatch under way looks at it
             return
@@ -387,15 +458,35 @@ class Queue(Node):
             idle += 1
 
     def _next_for(self, consumer: Outlet) -> Entry | None:
-        """The first queued entry past the consumer's cursor that its filters match.
+        """The first queued entry past the consumer's cursor that its filters match: in the
+        highest priority that has one (``filtex_broker.nodes.lanes``)."""
+        if not self._lanes:
+            entry, consumer.cursor = self._scan(consumer, self._slots, consumer.cursor)
+            return entry
+        return self._by_priority(consumer, self._scan, browse=False)
+
+    def _by_priority(self, reader: Outlet, scan: Scan, *, browse: bool) -> Entry | None:
+        """``scan`` each priority's slots, highest first, from the reader's cursor there."""
+        for lane in self._ordered:
+            if lane is None:
+                entry, reader.cursor = scan(reader, self._slots, reader.cursor)
+            else:
+                cursors = lane.browse_cursors if browse else lane.cursors
+                entry, cursors[reader] = scan(reader, lane.slots, cursors.get(reader, 0))
+            if entry is not None:
+                return entry
+        return None
+
+    def _scan(self, consumer: Outlet, slots: list[Entry | None],
+              i: int) -> tuple[Entry | None, int]:
+        """The first queued entry of ``slots`` from ``i`` that the consumer's filters match, and
+        where its cursor goes.
 
         A filter that ran out of its evaluation budget (a garbage-collection
         pause, a busy machine) has not said no: such an entry is looked at
         again, a few times, before the consumer's cursor leaves it behind.
         """
-        slots = self._slots
         n = len(slots)
-        i = consumer.cursor
         link_filter = consumer.filter
         stats = link_filter.filter_set.stats if link_filter is not None else None
         misses = stats.budget_exceeded if stats is not None else 0
@@ -407,6 +498,8 @@ class Queue(Node):
                 i += 1
                 if entry is None or entry.owner is not None:
                     continue
+                if entry.lifetime is not COMMON and lapsed(entry, self.deadlines.clock()):
+                    continue  # expired: never delivered (the deadlines remove it)
                 arrival = entry.arrival
                 if arrival is not None:
                     if answers is None:  # a lookup per entry, not a call: 38 against 102 ns
@@ -423,11 +516,9 @@ class Queue(Node):
                         if rewind < 0 and entry.retry(consumer):
                             rewind = i - 1
                     continue
-                consumer.cursor = i if rewind < 0 else rewind  # come back for the retry
-                return entry
+                return entry, (i if rewind < 0 else rewind)  # come back for the retry
             if rewind < 0:
-                consumer.cursor = n
-                return None
+                return None, n
             i, rewind = rewind, -1
 
     def _offer_to_browsers(self, entry: Entry) -> None:
@@ -460,10 +551,15 @@ class Queue(Node):
 
     def _next_browsed(self, browser: Outlet) -> Entry | None:
         """The first entry past the browser's cursor that it matches (browsing takes nothing,
-        delivered entries included)."""
-        slots = self._slots
+        delivered entries included), highest priority first."""
+        if not self._lanes:
+            entry, browser.cursor = self._browse_scan(browser, self._slots, browser.cursor)
+            return entry
+        return self._by_priority(browser, self._browse_scan, browse=True)
+
+    def _browse_scan(self, browser: Outlet, slots: list[Entry | None],
+                     i: int) -> tuple[Entry | None, int]:
         n = len(slots)
-        i = browser.cursor
         link_filter = browser.filter
         answers = self.browse_matcher.answers(browser)  # as in _next_for
         while i < n:
@@ -471,15 +567,15 @@ class Queue(Node):
             i += 1
             if entry is None:
                 continue
+            if entry.lifetime is not COMMON and lapsed(entry, self.deadlines.clock()):
+                continue  # expired: browsers do not see it either
             arrival = entry.browse_arrival
             if arrival is not None and not answers[arrival]:
                 continue  # the browse matcher ruled it out when the message arrived
             if link_filter is None or link_filter.matches(entry.message):
-                browser.cursor = i
-                return entry
-        browser.cursor = n
-        return None
+                return entry, i
+        return None, n
 
 
-def _position(entry: Entry) -> int:
-    return entry.pos
+def _place_in_order(entry: Entry) -> tuple[int, int]:
+    return -entry.lifetime.priority, entry.pos

@@ -7,33 +7,59 @@ declared it, as RabbitMQ's streams are declared). The kind is fixed at
 creation. Dynamic nodes are never streams. Dynamic nodes get a
 fresh address and are deleted with the link that asked for them. Rejected
 messages go to the dead-letter queue, ignoring its limits: a rejected message
-must never vanish silently.
+must never vanish silently. So do expired ones (``filtex_broker.nodes.lifetime``), counted per
+node; with dead-lettering off, expired messages are dropped (counted all the same). A dead
+letter carries why in its message annotations (:func:`dead_letter_annotations`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import time
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Protocol
 
+from proton import symbol
+
+from filtex_broker.nodes.annotations import with_annotations
 from filtex_broker.nodes.budget import MemoryBudget
+from filtex_broker.nodes.deadlines import Deadlines
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.holding import LifetimeKeeping
+from filtex_broker.nodes.lifetime import DEAD_LETTER_REASON, lifetime_of
 from filtex_broker.nodes.node import Durability, Journal, Node, NodeLimits
 from filtex_broker.nodes.queue import Queue
 from filtex_broker.nodes.topic import Topic
+from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
     from filtex_broker.nodes.topic import Subscription
 
-__all__ = ["DELETED_NODES", "Registry", "Streams", "fold_deleted"]
+__all__ = ["DELETED_NODES", "EXPIRED", "REJECTED", "Registry", "Streams", "dead_letter_annotations",
+           "fold_deleted"]
 
 log = logging.getLogger("filtex.broker")
 
 DELETED_NODES: Final = "dynamic/*"
 """The one name the counters of every deleted (dynamic) node are folded into: per-node counts
 stay bounded however many temporary queues come and go, and their sums stay monotonic."""
+
+
+EXPIRED: Final = "expired"
+REJECTED: Final = "rejected"
+_DESCRIPTION: Final = symbol("x-opt-dead-letter-description")
+_FROM: Final = symbol("x-opt-dead-letter-node")
+
+
+def dead_letter_annotations(reason: str, description: str, node: str) -> dict[symbol, str]:
+    """What a dead letter carries in its message annotations: why (``x-opt-dead-letter-reason``:
+    ``expired`` or ``rejected``), in words (``x-opt-dead-letter-description``: the consumer's
+    error condition, or the lifetime that passed) and the node it left
+    (``x-opt-dead-letter-node``: the queue, or a subscription's topic). A message so marked
+    never expires again (``filtex_broker.nodes.lifetime``)."""
+    return {symbol(DEAD_LETTER_REASON): reason, _DESCRIPTION: description, _FROM: node}
 
 
 def fold_deleted(counts: dict[str, int], name: str) -> None:
@@ -55,6 +81,14 @@ class Streams(Protocol):
         ...
 
 
+def _utc(ms: int) -> str:
+    """A time in ms since the epoch as ISO 8601 UTC (ms too, for a year past 9999)."""
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms // 1000)) + f".{ms % 1000:03d}Z"
+    except (OverflowError, ValueError, OSError):
+        return f"{ms} ms since the epoch"
+
+
 class Registry:
     """Every node the broker holds, by address."""
 
@@ -72,6 +106,10 @@ class Registry:
         """The durable store (``--data-dir``): new non-dynamic nodes log to it."""
         self.streams = streams
         """``--stream``: the addresses created as streams (None: no stream)."""
+        self.deadlines = Deadlines()
+        """Every timed message's expiry and scheduled delivery (the server sets its timer)."""
+        self.expired: dict[str, int] = {}
+        """Messages expired, by node (a topic's subscriptions count as the topic)."""
         self._dynamic = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
         self.on_delete: list[Callable[[str], None]] = []
@@ -100,11 +138,13 @@ class Registry:
             return self.streams.make(address, self.limits, self.budget, self.store)
         store = self.store if durable else None  # a queue logs; a topic, its durable subs
         if topic:
-            node = Topic(address, self.limits, self.budget)
+            node = Topic(address, self.limits, self.budget, self.deadlines)
+            node.on_expired = self._expired
             if store is not None:
                 node.journals = self._subscription_journal
             return node
-        queue = Queue(address, self.limits, budget=self.budget)
+        queue = Queue(address, self.limits, budget=self.budget, deadlines=self.deadlines)
+        queue.on_expired = self._expired
         if store is not None:
             queue.journal = store.for_queue(address)
         return queue
@@ -124,17 +164,32 @@ class Registry:
             depth = node.depth()
             node.destroy()
             node.dynamic_owner = None  # the owner refers to the node: no cycle left behind
+            fold_deleted(self.expired, node.name)
             for forget in self.on_delete:
                 forget(node.name)
             log.info("deleted %s %r (%d messages held)", node.kind, node.name, depth)
 
-    def dead_letter(self, entry: Entry, reason: str) -> None:
+    def dead_letter(self, entry: Entry, reason: str, node_name: str = "") -> None:
         """A rejected message goes to the dead-letter queue (or, if disabled, to the log)."""
         if not self.dead_letter_address:
             log.warning("rejected message (%d bytes) dropped, no dead-letter address: %s",
                         entry.size, reason)
             return
-        node = self.node(self.dead_letter_address)
-        node.put_back(Entry(entry.data, entry.origin))
+        self._to_dead_letters(entry, dead_letter_annotations(REJECTED, reason, node_name))
         log.info("rejected message (%d bytes) moved to %r: %s",
                  entry.size, self.dead_letter_address, reason)
+
+    def _expired(self, entry: Entry, queue: LifetimeKeeping) -> None:
+        """A message expired in ``queue``: counted, then dead-lettered (or dropped if
+        dead-lettering is off). Not logged one by one: a flood of expiries is a counter."""
+        name = queue.node_name
+        self.expired[name] = self.expired.get(name, 0) + 1
+        if self.dead_letter_address and queue.name != self.dead_letter_address:
+            self._to_dead_letters(entry, dead_letter_annotations(
+                EXPIRED, f"its ttl or absolute-expiry-time passed at "
+                f"{_utc(entry.lifetime.expires_ms or 0)}", name))
+
+    def _to_dead_letters(self, entry: Entry, annotations: dict[symbol, str]) -> None:
+        data = with_annotations(entry.data, annotations)
+        dead = Entry(data, entry.origin, lifetime=lifetime_of(FilterMessage(data)))
+        self.node(self.dead_letter_address).put_back(dead)

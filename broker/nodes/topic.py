@@ -20,9 +20,11 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 from filtex_broker.nodes.budget import MemoryBudget
+from filtex_broker.nodes.deadlines import Deadlines
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.lifetime import lifetime_of
 from filtex_broker.nodes.node import Node, NodeLimits, SubscriptionJournals
-from filtex_broker.nodes.queue import MATCHER_FROM, Queue
+from filtex_broker.nodes.queue import MATCHER_FROM, Expired, Queue
 from filtex_proton.matcher import NodeMatcher
 from filtex_proton.plugin import FilterMessage, LinkFilter
 
@@ -51,7 +53,9 @@ class Subscription:
         """The source filter map it was attached with, as encoded (shared: must be the same)."""
         self._filter = link_filter
         name = f"{topic.name}::{key[1]}" if key is not None else f"{topic.name}::{id(self):x}"
-        self.queue = Queue(name, topic.limits, owner=topic, budget=topic.budget)
+        self.queue = Queue(name, topic.limits, owner=topic, budget=topic.budget,
+                           deadlines=topic.deadlines)
+        self.queue.on_expired = topic.on_expired
 
     @property
     def filter(self) -> LinkFilter | None:
@@ -73,8 +77,13 @@ class Topic(Node):
 
     kind: ClassVar[str] = "topic"
 
-    def __init__(self, name: str, limits: NodeLimits, budget: MemoryBudget | None = None) -> None:
+    def __init__(self, name: str, limits: NodeLimits, budget: MemoryBudget | None = None,
+                 deadlines: Deadlines | None = None) -> None:
         super().__init__(name, limits)
+        self.deadlines = deadlines if deadlines is not None else Deadlines()
+        """The broker's timed moments: its subscriptions' queues put theirs there."""
+        self.on_expired: Expired | None = None
+        """Where a message that expires in a subscription goes (None: dropped)."""
         self.budget = budget
         """The broker-wide memory budget its subscriptions charge (``--max-memory``)."""
         self.subscriptions: list[Subscription] = []
@@ -94,8 +103,11 @@ class Topic(Node):
         else:
             matched = self.matcher.match(message).matched
         shares = len(matched)
+        if not shares:
+            return
+        lifetime = lifetime_of(message)  # once: every subscription's entry shares it
         for subscription in matched:
-            subscription.queue.put(Entry.of(message, shares=shares))
+            subscription.queue.put(Entry.of(message, shares=shares, lifetime=lifetime))
 
     def put_back(self, entry: Entry) -> None:
         self.publish(entry.message)
@@ -105,6 +117,9 @@ class Topic(Node):
 
     def depth(self) -> int:
         return sum(s.queue.count for s in self.subscriptions)
+
+    def held_back(self) -> int:
+        return sum(s.queue.held_back() for s in self.subscriptions)
 
     def subscribe(
         self, key: tuple[str, str] | None, link_filter: LinkFilter | None,

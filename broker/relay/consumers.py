@@ -29,7 +29,7 @@ from filtex_broker.loop.engine import (
     ReceiveBuffer,
     impl,
     lib,
-    send_bytes,
+    send_tagged,
     wrap_delivery,
 )
 from filtex_broker.relay.common import (
@@ -120,7 +120,7 @@ class RelayConsumer:
         self.received = 0
         """Messages taken from the upstream on this link (with pushdown: only those the
         upstream's selector let through; shown by the console)."""
-        self._tags = 0
+        self.tags = 0
         self.draining = False
         """A downstream drain is forwarded upstream: answered when the upstream's drain is."""
 
@@ -357,12 +357,8 @@ class RelayConsumer:
     def _pump(self) -> None:
         while self.credit > 0 and self.pending and not self.closed:
             data, up_delivery = self.pending.popleft()
-            self._tags += 1
-            delivery = send_bytes(self.impl, b"%x" % self._tags, data)
-            self.credit -= 1
-            self.sent += 1
-            if self.presettled:
-                lib.pn_delivery_settle(delivery)
+            delivery = send_tagged(self, data)
+            if delivery is None:  # pre-settled: taken, so settled upstream too
                 self._settle_up(up_delivery, ACCEPTED)
                 self._returned(up_delivery)
             else:

@@ -2,7 +2,9 @@
 
 A queue, and each durable topic subscription, writes its own log file: an
 ``enqueue`` record for every message it takes in (the bytes as they arrived,
-and a store id), an ``ack`` record when the message leaves (accepted,
+and a store id; ``timed`` instead for a message that expires or waits for a scheduled
+delivery: its expiry and visibility in ms since the epoch first, so that a ttl counted from
+arrival is not counted again from the restart), an ``ack`` record when the message leaves (accepted,
 rejected into the dead-letter queue, dropped), a ``replace`` record when its
 bytes change (the header's delivery-count after a failed delivery), and
 ``meta`` records saying what the log belongs to (queue name, or topic,
@@ -29,34 +31,35 @@ import fcntl
 import json
 import logging
 import os
-import struct
 import threading
 import time
 import urllib.parse
 import uuid
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from filtex_broker.store.records import (
+    ACK,
+    ENQUEUE,
+    META,
+    OVERHEAD,
+    REPLACE,
+    TIMED,
+    TIMES,
+    read_log,
+    record,
+    timed_or_enqueue,
+)
+
 if TYPE_CHECKING:
     from filtex_broker.nodes.entry import Entry
 
 __all__ = ["COMPACT_MIN_BYTES", "Account", "Journal", "LogFile", "Recovered", "Store",
-           "StoreLockedError", "read_log", "record"]
+           "StoreLockedError"]
 
 log = logging.getLogger("filtex.broker")
-
-_HEAD: Final = struct.Struct("<IIBQ")
-"""length (of type, id and payload), CRC-32 (of the same), type, id."""
-_OVERHEAD: Final = _HEAD.size
-_FIXED: Final = _HEAD.size - 8  # the bytes the length covers beyond the payload
-
-META: Final = 1
-ENQUEUE: Final = 2
-ACK: Final = 3
-REPLACE: Final = 4
 
 COMPACT_MIN_BYTES: Final = 4 * 1024 * 1024
 """A log is compacted once it is this large and at most a quarter of it is still live."""
@@ -68,47 +71,6 @@ RETRY_PAUSE: Final = 0.1
 
 Callback = Callable[[bool], None]
 """Called on the reactor thread once a batch is on disk (True) or could not be written."""
-
-
-def record(kind: int, ident: int, payload: bytes = b"") -> bytes:
-    """One framed record: header with length and CRC, then the payload."""
-    body = struct.pack("<BQ", kind, ident) + payload
-    return struct.pack("<II", len(body), zlib.crc32(body)) + body
-
-
-def parse(data: bytes) -> tuple[list[tuple[int, int, bytes]], int]:
-    """The records of a log and the offset where the intact part ends (a torn tail after)."""
-    records: list[tuple[int, int, bytes]] = []
-    pos = 0
-    end = len(data)
-    while pos + 8 <= end:
-        length, crc = struct.unpack_from("<II", data, pos)
-        stop = pos + 8 + length
-        if length < _FIXED or stop > end:
-            break
-        body = data[pos + 8 : stop]
-        if zlib.crc32(body) != crc:
-            break
-        kind, ident = struct.unpack_from("<BQ", body)
-        records.append((kind, ident, body[_FIXED:]))
-        pos = stop
-    return records, pos
-
-
-def read_log(path: Path) -> tuple[list[tuple[int, int, bytes]], int]:
-    """The records of a log file, its torn tail (if any) cut off: moved to ``<name>.torn`` and
-    the file truncated where the intact part ends (returned too)."""
-    data = path.read_bytes()
-    records, intact = parse(data)
-    if intact < len(data):
-        torn = path.with_suffix(".torn")
-        torn.write_bytes(data[intact:])
-        with path.open("r+b") as handle:
-            handle.truncate(intact)
-            os.fsync(handle.fileno())
-        log.warning("store: %s: torn or corrupt record at byte %d; %d byte(s) discarded "
-                    "(kept in %s)", path.name, intact, len(data) - intact, torn.name)
-    return records, intact
 
 
 class Account(Protocol):
@@ -131,6 +93,8 @@ class Recovered:
     journal: Journal
     meta: dict[str, Any]
     messages: list[tuple[int, bytes]] = field(default_factory=list)
+    times: dict[int, tuple[int | None, int | None]] = field(default_factory=dict)
+    """Expiry and visibility (ms since the epoch) of the messages that have them, by id."""
 
 
 class LogFile:
@@ -177,22 +141,23 @@ class Journal(LogFile):
 
     def enqueue(self, entry: Entry) -> None:
         ident = self.next_id
+        data = timed_or_enqueue(entry, ident)  # first: nothing is noted of a record not made
         self.next_id += 1
         self.ids[entry] = ident
-        self.live += entry.size + _OVERHEAD
-        self.store.append(self, record(ENQUEUE, ident, entry.data))
+        self.live += entry.size + OVERHEAD
+        self.store.append(self, data)
 
     def adopt(self, entry: Entry, ident: int) -> None:
         """A recovered message, already on disk under ``ident``."""
         self.ids[entry] = ident
-        self.live += entry.size + _OVERHEAD
+        self.live += entry.size + OVERHEAD
         self.next_id = max(self.next_id, ident + 1)
 
     def ack(self, entry: Entry) -> None:
         ident = self.ids.pop(entry, None)
         if ident is None:
             return
-        self.live -= entry.size + _OVERHEAD
+        self.live -= entry.size + OVERHEAD
         self.store.append(self, record(ACK, ident))
         if self.size > COMPACT_MIN_BYTES and self.live * 4 < self.size:
             self.compact()
@@ -221,7 +186,7 @@ class Journal(LogFile):
     def compact(self) -> None:
         """Replace the log by its meta and its live messages (written by the writer thread)."""
         parts = [self.meta_record()]
-        parts.extend(record(ENQUEUE, ident, entry.data) for entry, ident in self.ids.items())
+        parts.extend(timed_or_enqueue(entry, ident) for entry, ident in self.ids.items())
         image = b"".join(parts)
         self.store.replace_image(self, image)
         self.live = len(image)
@@ -311,10 +276,16 @@ class Store:
         records, intact = read_log(path)
         meta: dict[str, Any] | None = None
         messages: dict[int, bytes] = {}
+        times: dict[int, tuple[int | None, int | None]] = {}
         highest = 0
         for kind, ident, payload in records:
             if kind == META:
                 meta = json.loads(payload)
+            elif kind == TIMED:
+                expires, visible = TIMES.unpack_from(payload)
+                times[ident] = (expires or None, visible or None)
+                messages[ident] = payload[TIMES.size :]
+                highest = max(highest, ident)
             elif kind == ENQUEUE or (kind == REPLACE and ident in messages):
                 messages[ident] = payload
                 highest = max(highest, ident)
@@ -328,7 +299,8 @@ class Store:
         journal.size = intact
         journal.next_id = highest + 1  # ids are never reused within a log
         log.info("store: recovered %s: %d message(s)", describe(meta), len(messages))
-        return Recovered(journal, meta, list(messages.items()))
+        return Recovered(journal, meta, list(messages.items()),
+                         {ident: when for ident, when in times.items() if ident in messages})
 
     # -- journals (reactor thread) -----------------------------------------------------------
 

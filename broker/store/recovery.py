@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from proton import Data
 
 from filtex_broker.nodes.entry import Entry
+from filtex_broker.nodes.lifetime import recovered_lifetime
 from filtex_broker.nodes.queue import Queue
 from filtex_broker.nodes.topic import Topic
 from filtex_broker.store.log import Recovered, Store, describe
@@ -125,7 +126,8 @@ def _load(queue: Queue, item: Recovered, plugin: FiltexPlugin) -> None:
     """Put the recovered messages back, in order, without logging them a second time."""
     journal = item.journal
     assert queue.journal is journal
+    times = item.times
     for ident, data in item.messages:
-        entry = Entry(data)
+        entry = Entry(data, lifetime=recovered_lifetime(data, times.get(ident)))
         queue.put(entry, log=False)
         journal.adopt(entry, ident)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from proton import Sender
 
-from filtex_broker.loop.engine import TERMINAL, impl, lib, send_bytes
+from filtex_broker.loop.engine import TERMINAL, impl, lib, send_tagged
 from filtex_broker.streams.node import Stream
 from filtex_proton.plugin import FilterStats, LinkFilter
 
@@ -27,8 +27,8 @@ __all__ = ["StreamConsumer"]
 class StreamConsumer:
     """The broker's end of a link that reads a stream (the broker sends)."""
 
-    __slots__ = ("_tags", "closed", "credit", "filter", "filter_stats", "impl", "link", "name",
-                 "node", "position", "presettled", "sent", "unacked")
+    __slots__ = ("closed", "credit", "filter", "filter_stats", "impl", "link", "name", "node",
+                 "position", "presettled", "sent", "tags", "unacked")
 
     browse = False
     """A stream consumer takes nothing away, but it is not a browser of a queue."""
@@ -54,19 +54,14 @@ class StreamConsumer:
         self.closed = False
         self.unacked: set[Any] = set()
         """The ``pn_delivery_t *`` the peer has not settled (their count, for the console)."""
-        self._tags = 0
+        self.tags = 0
 
     # -- the stream's reader -------------------------------------------------------------
 
     def deliver(self, data: bytes) -> None:
         """Put one message on the wire (the stream has checked credit and the filter)."""
-        self._tags += 1
-        delivery = send_bytes(self.impl, b"%x" % self._tags, data)
-        self.credit -= 1
-        self.sent += 1
-        if self.presettled:
-            lib.pn_delivery_settle(delivery)
-        else:
+        delivery = send_tagged(self, data)
+        if delivery is not None:
             self.unacked.add(delivery)
 
     # -- link events ---------------------------------------------------------------------

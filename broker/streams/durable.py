@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Final
 
 from filtex_broker.nodes.budget import MemoryBudget, bytes_cost
-from filtex_broker.store.log import LogFile, Store, parse, read_log
+from filtex_broker.store.log import LogFile, Store
+from filtex_broker.store.records import parse, read_log
 from filtex_broker.streams import segment_file
 from filtex_broker.streams.log import PER_RECORD, Segment, StreamLog
 from filtex_broker.streams.summaries import SegmentSummary

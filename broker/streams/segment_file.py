@@ -1,7 +1,7 @@
 """A durable stream segment's file: its records, and reading them back.
 
 One file per segment, ``<first offset, 20 digits>.seg``, in the store's record format
-(``filtex_broker.store.log.record``: length, CRC-32, type, id, payload; the CRC covers type, id
+(``filtex_broker.store.records.record``: length, CRC-32, type, id, payload; the CRC covers type, id
 and payload). Records, in order:
 
 - ``header`` (id: the first offset), written when the segment starts, so that even an empty
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from filtex_broker.store.log import parse, record
+from filtex_broker.store.records import parse, record
 from filtex_broker.streams.summaries import SegmentSummary
 
 __all__ = [
@@ -108,7 +108,7 @@ def _sealed(ident: int, payload: bytes, length: int) -> Sealed:
 
 
 def read(records: list[tuple[int, int, bytes]]) -> Contents:
-    """A segment from its intact records (``filtex_broker.store.log.parse``). Raises
+    """A segment from its intact records (``filtex_broker.store.records.parse``). Raises
     ``ValueError`` if it does not start with a header. Reading stops at the first record out
     of place (a message not at the next offset, anything after the summary)."""
     if not records or records[0][0] != HEADER:

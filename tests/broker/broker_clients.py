@@ -44,9 +44,11 @@ class RunningBroker:
 
 
 BrokerFactory = Callable[..., RunningBroker]
+LinkOptions = LinkOption | list[LinkOption] | None
+"""What proton's ``create_receiver`` takes as ``options``: one option or a list."""
 
 
-class TopicOption(LinkOption):  # type: ignore[misc]
+class TopicOption(LinkOption):
     """The Qpid JMS node capability on the source or target: this address is a topic."""
 
     def apply(self, link: Any) -> None:
@@ -157,7 +159,7 @@ def raw_receiver(
     address: str | None,
     *,
     credit: int = 0,
-    options: LinkOption | Iterable[LinkOption] | None = None,
+    options: LinkOptions = None,
     settle: bool = True,
     name: str | None = None,
     dynamic: bool = False,
@@ -183,7 +185,7 @@ def wait_received(
 def refusal_of(
     connection: BlockingConnection,
     address: str | None,
-    options: LinkOption | Iterable[LinkOption] | None = None,
+    options: LinkOptions = None,
     *,
     name: str | None = None,
 ) -> tuple[RawReceiver, Any]:
@@ -201,7 +203,8 @@ def refusal_of(
 
 
 def is_null_source(handler: RawReceiver) -> bool:
-    return handler.remote_source_type == Terminus.UNSPECIFIED
+    unspecified: int = Terminus.UNSPECIFIED
+    return handler.remote_source_type == unspecified
 
 
 def decoded_bodies(received: Iterable[tuple[bytes, Delivery]]) -> list[Any]:

@@ -158,12 +158,16 @@ def _application_properties(n: int, client_sends: bool) -> dict[str, Any]:
 
 
 def expected(case: FilterCase) -> dict[str, Any]:
-    """What :func:`filtered_receive` must return for ``case``."""
+    """What :func:`filtered_receive` must return for ``case``. The client's own messages have
+    header priority n, so the broker delivers them, queued, highest priority first (AMQP 1.0
+    part 3 §3.2.1); python-qpid-proton's all have the default priority: in order."""
+    order = sorted(case.expected, reverse=True) if case.client_sends else list(case.expected)
+    rest = [n for n in range(6) if n not in case.expected]
     return {
-        "bodies": list(case.expected),
-        "properties": [_application_properties(n, case.client_sends) for n in case.expected],
+        "bodies": order,
+        "properties": [_application_properties(n, case.client_sends) for n in order],
         "echoed": {f["key"]: f["value"] for f in case.filters},
-        "rest": [n for n in range(6) if n not in case.expected],
+        "rest": sorted(rest, reverse=True) if case.client_sends else rest,
     }
 
 

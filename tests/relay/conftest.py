@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from .relay_rabbit import Rabbit, rabbit_available, start_rabbit
+from filtex_broker.config import BrokerConfig
+from filtex_broker.server import Broker
+
+from .relay_rabbit import Rabbit, free_port, rabbit_available, start_rabbit
 from .relay_support import RelayFactory, RelayProcess
 from .tls_certs import make_certs, openssl_missing
 
@@ -48,3 +51,14 @@ def relay_factory(tmp_path: Path) -> Iterator[RelayFactory]:
     yield make
     for relay in started:
         relay.stop()
+
+
+@pytest.fixture
+def upstream() -> Iterator[Broker]:
+    """Our own broker as the upstream, in this process (unsecured, on a free port)."""
+    broker = Broker(BrokerConfig(listen=(("127.0.0.1", free_port()),), container_id="upstream"))
+    thread = broker.start_in_thread()
+    yield broker
+    broker.stop()
+    thread.join(30)
+    assert not thread.is_alive()

@@ -12,33 +12,20 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from proton import Delivery, Message
 from proton.utils import BlockingConnection, BlockingSender, LinkDetached
 
-from filtex_broker.config import BrokerConfig
 from filtex_broker.security.users import hash_password
 from filtex_broker.server import Broker
 
-from .relay_rabbit import free_port
 from .relay_support import RelayFactory
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 TIMEOUT = 20.0
 _tags = itertools.count()
-
-
-@pytest.fixture
-def upstream() -> Iterator[Broker]:
-    broker = Broker(BrokerConfig(listen=(("127.0.0.1", free_port()),), container_id="upstream"))
-    thread = broker.start_in_thread()
-    yield broker
-    broker.stop()
-    thread.join(30)
-    assert not thread.is_alive()
 
 
 @pytest.fixture

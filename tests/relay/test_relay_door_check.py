@@ -9,18 +9,15 @@ and the connection carry the next message on, on a named and an anonymous link.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 
 import pytest
 from proton import Delivery
 from proton.utils import BlockingConnection, BlockingSender
 
-from filtex_broker.config import BrokerConfig
 from filtex_broker.server import Broker
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import Section
 
-from .relay_rabbit import free_port
 from .relay_support import RelayFactory
 
 TIMEOUT = 20.0
@@ -44,16 +41,6 @@ MALFORMED: dict[str, tuple[bytes, str]] = {
                    + b"\x00\x53\x78\xc1\x02\x01\x40", "footer section: map with an odd number"),
     "an unknown section": (b"\x00\x53\x7a\x45", "message layout"),
 }
-
-
-@pytest.fixture
-def upstream() -> Iterator[Broker]:
-    broker = Broker(BrokerConfig(listen=(("127.0.0.1", free_port()),), container_id="upstream"))
-    thread = broker.start_in_thread()
-    yield broker
-    broker.stop()
-    thread.join(30)
-    assert not thread.is_alive()
 
 
 def _send(conn: BlockingConnection, sender: BlockingSender, data: bytes) -> Delivery:

@@ -1,5 +1,5 @@
-"""Browse, dynamic and anonymous-relay links through the relay: over our own broker as the
-upstream (which does all three), and refused with a clear condition over RabbitMQ 3.10
+"""Browse, dynamic, anonymous-relay and pre-settled links through the relay: over our own broker
+as the upstream (which does all of them), and refused with a clear condition over RabbitMQ 3.10
 (which echoes distribution-mode copy yet consumes, never answers a dynamic attach, and
 offers no ANONYMOUS-RELAY)."""
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from proton import Described, Endpoint, Event, Handler, Link, Message, symbol
-from proton.reactor import Container, Copy, Filter, LinkOption
+from proton.reactor import AtMostOnce, Container, Copy, Filter, LinkOption
 from proton.utils import BlockingConnection, LinkDetached
 
 from filtex_broker.config import BrokerConfig
@@ -100,6 +100,25 @@ def test_browsing_through_the_relay_consumes_nothing(
         browser.close()
     conn.close()
     assert upstream.depth("orders") == 6
+
+
+def test_a_presettled_consumer_takes_its_messages_off_the_upstream(
+    upstream: Upstream, relay_factory: RelayFactory,
+) -> None:
+    """At most once: each message comes settled, and the relay accepts it upstream as it sends
+    it (the consumer settles nothing), so the upstream queue empties."""
+    upstream.publish("orders", 3)
+    relay = relay_factory(upstream.url)
+    conn = BlockingConnection(relay.address, timeout=20)
+    receiver = conn.create_receiver("orders", options=AtMostOnce(), credit=10)
+    assert receiver.link.remote_snd_settle_mode == Link.SND_SETTLED
+    assert [receiver.receive(timeout=20).id for _ in range(3)] == [0, 1, 2]
+    assert not receiver.fetcher.unsettled, "each came settled: nothing for the consumer to settle"
+    deadline = time.monotonic() + 10
+    while upstream.depth("orders"):
+        assert time.monotonic() < deadline, "the upstream still holds the messages sent"
+        time.sleep(0.05)  # polling the upstream's queue
+    conn.close()
 
 
 def test_a_dynamic_source_is_the_upstreams_dynamic_node(

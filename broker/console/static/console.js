@@ -71,6 +71,8 @@ function renderNodes(state, seconds) {
       num(node.out, { "data-field": "out" }),
       num(rate(node.out, old.out, seconds, latestRate(history, "nodes", node.name, "out"))),
       num(node.filtered_out, { "data-field": "filtered_out" }),
+      num(node.expired, { "data-field": "expired" }),
+      num(node.scheduled, { "data-field": "scheduled" }),
       num(node.consumers, { "data-field": "consumers" }),
       num(node.producers, { "data-field": "producers" }), streamCell(node.stream),
       chartCell(history && CHARTS.nodeRates(history, node.name)),

@@ -25,6 +25,7 @@ from proton import Delivery, uint  # noqa: E402
 
 from filtex_broker.config import ConfigError, load_config  # noqa: E402
 from filtex_broker.nodes.queue import Queue  # noqa: E402
+from filtex_broker.store.log import LogFile  # noqa: E402
 from filtex_proton.amqp.message import encode_message  # noqa: E402
 from filtex_proton.archive import (  # noqa: E402
     address_directory,
@@ -299,7 +300,7 @@ def test_with_a_data_dir_only_messages_the_store_wrote_are_archived(
     outcomes += [send_raw(conn, sender, data).remote_state for data in messages[1:4]]
     disk_full.full = False
     node = running.broker.registry.lookup("q")
-    assert isinstance(node, Queue) and node.journal is not None
+    assert isinstance(node, Queue) and isinstance(node.journal, LogFile)
     journal = node.journal
     wait_for(lambda: not journal.broken, "the log was not repaired")
     outcomes += [send_raw(conn, sender, data).remote_state for data in messages[4:]]

@@ -14,6 +14,9 @@ import pytest
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed (pip install -e '.[spark]')")
 
+from proton.utils import BlockingConnection  # noqa: E402
+
+from filtex_broker.nodes.queue import Queue  # noqa: E402
 from filtex_proton.archive import (  # noqa: E402
     ArchiveVersionError,
     ArchiveWriter,
@@ -25,7 +28,9 @@ from filtex_proton.archive import (  # noqa: E402
 )
 
 from ..broker_clients import (  # noqa: E402
+    TIMEOUT,
     BrokerFactory,
+    RunningBroker,
     connect,
     raw_receiver,
     sql,
@@ -33,6 +38,7 @@ from ..broker_clients import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
+    import pyarrow
     from pyspark.sql import SparkSession
 
 from .archive_support import LONG_ADDRESS, order, send_all, stop  # noqa: E402
@@ -40,7 +46,7 @@ from .archive_support import LONG_ADDRESS, order, send_all, stop  # noqa: E402
 # ----------------------------------------------------------------------------- schema versions
 
 
-def write_segment(directory: Path, table: pa.Table, version: bytes | None) -> Path:
+def write_segment(directory: Path, table: pyarrow.Table, version: bytes | None) -> Path:
     import pyarrow.parquet as pq
 
     folder = directory / "address=q" / "date=2023-11-14" / "regular=true"
@@ -51,7 +57,7 @@ def write_segment(directory: Path, table: pa.Table, version: bytes | None) -> Pa
     return path
 
 
-def version_2_rows(n: int) -> pa.Table:
+def version_2_rows(n: int) -> pyarrow.Table:
     rows = [message_row(order(i, "EMEA"), address="q", arrival_ms=1_700_000_000_000 + i,
                         sequence=i) for i in range(n)]
     return rows_to_table(rows).drop_columns(["address", "date", "regular"])
@@ -104,12 +110,24 @@ def test_replay_from_the_archive_into_a_broker_keeps_archive_order(
     source = [(r["raw"], Position(r["arrival_ms"], r["sequence"], r["address"]))
               for r in table.to_pylist()]
     target = broker_factory()  # a fresh broker: the replay's destination
-    result = Replayer(f"amqp://{target.url}/replayed", source, window=64).run()
-    assert result.error is None and result.accepted == len(messages) and result.rejected == 0
     conn = connect(target.url)
     _, handler = raw_receiver(conn, "replayed", credit=len(messages))
+    # Taken as they arrive: the order the replay sent them in (a backlog of these messages
+    # would be delivered by their header priority, 0..9, not in arrival order).
+    _wait_for_credit(conn, target, "replayed")
+    result = Replayer(f"amqp://{target.url}/replayed", source, window=64).run()
+    assert result.error is None and result.accepted == len(messages) and result.rejected == 0
     assert [data for data, _ in wait_received(conn, handler, len(messages))] == messages
     conn.close()
+
+
+def _wait_for_credit(conn: BlockingConnection, running: RunningBroker, address: str) -> None:
+    """Until the queue's consumer has its credit (the client sends it as it runs): from then on
+    each message is delivered on arrival, in arrival order."""
+    def ready() -> bool:
+        node = running.broker.registry.nodes.get(address)
+        return isinstance(node, Queue) and any(c.credit > 0 for c in node.consumers)
+    conn.wait(ready, timeout=TIMEOUT, msg=f"a consumer with credit on {address!r}")
 
 
 # ----------------------------------------------------------------------------- Spark
@@ -146,6 +164,7 @@ def test_filter_on_the_archive_equals_what_a_live_filtered_consumer_got(
     running = broker_factory(archive=str(tmp_path))
     conn = connect(running.url)
     _, handler = raw_receiver(conn, "orders", credit=1000, options=sql(selector))
+    _wait_for_credit(conn, running, "orders")  # taken as they arrive, not as a backlog by priority
     messages = [order(i, ["AMER", "EMEA", "APAC"][i % 3]) for i in range(90)]
     send_all(running.url, "orders", messages)
     send_all(running.url, LONG_ADDRESS, messages[:5])  # another node: not in the comparison

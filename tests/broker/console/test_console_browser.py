@@ -19,6 +19,7 @@ from ..broker_clients import (
     wait_for,
 )
 from ..browser import wait_until
+from ..streams.stream_clients import consumer, four_read, stream_broker
 from .console_clients import Traffic, api, node_of, with_traffic
 
 pytest.importorskip("aiohttp")
@@ -92,6 +93,31 @@ def test_the_page_updates_without_a_reload(chrome: Any, traffic: Traffic) -> Non
     assert "syntax error" in _text(chrome, 'tr[data-refusal="typo-link"]')
     assert chrome.execute_script("return window.notReloaded === true;")
     other.close()
+
+
+def test_the_page_shows_streams_offsets_and_their_consumers_position_and_lag(
+        chrome: Any, broker_factory: BrokerFactory) -> None:
+    """``events.v`` holds offsets 0-9, its consumer read four (position 4, lag 6);
+    ``events.empty`` holds nothing, its consumer waits at offset 0."""
+    running = stream_broker(broker_factory, console="127.0.0.1:0")
+    kept, _, _ = four_read(running)
+    consumer(kept, "events.empty", credit=5, name="waiting")
+    console = running.broker.console
+    assert console is not None
+    chrome.get(console.url)
+    wait_until(chrome, lambda d: _by_css(d, 'tr[data-link-name="waiting"]'), "both streams")
+    held, empty = 'tr[data-node="events.v"]', 'tr[data-node="events.empty"]'
+    assert _texts(chrome, f"{held} td")[:3] == ["events.v", "stream", "10"]
+    assert _text(chrome, f'{held} td[data-field="stream"]') == "0–9, next 10; 1 segment, 0 dropped"
+    assert _text(chrome, f'{empty} td[data-field="depth"]') == "0"
+    assert _text(chrome, f'{empty} td[data-field="stream"]') == (
+        "empty, next 0; 0 segments, 0 dropped")
+    assert _texts(chrome, 'table[data-links-of="events.v"] th')[3:5] == ["position", "lag"]
+    for link, position, lag in (("reader", "4", "6"), ("waiting", "0", "0")):
+        row = f'tr[data-link-name="{link}"]'
+        assert _text(chrome, f'{row} td[data-counter="position"]') == position, link
+        assert _text(chrome, f'{row} td[data-counter="lag"]') == lag, link
+    kept.close()
 
 
 def _run_test(driver: Any, text: str, kind: str, node: str) -> None:

@@ -270,6 +270,25 @@ def test_cost_model_against_tracemalloc(body: Any, properties: dict[str, Any]) -
     assert 0.85 * measured <= accounted <= 1.3 * measured
 
 
+@pytest.mark.parametrize("timed", ["ttl", "scheduled", "ttl and scheduled"])
+def test_cost_model_of_timed_messages_against_tracemalloc(timed: str) -> None:
+    """A message that expires or waits costs its lifetime and its items in the deadline heap
+    too (``PER_TIMED``): still within the margin."""
+    message = Message(body="x" * 60, properties={"n": 1}, durable=True, address="q", id=7)
+    if "ttl" in timed:
+        message.ttl = 3600.0
+    if "scheduled" in timed:
+        message.annotations = {symbol("x-opt-delivery-delay"): 3_600_000}
+    encoded = message.encode()
+    count = 5000
+    queue = Queue("q", NodeLimits(1 << 30, 1 << 40), budget=MemoryBudget())
+    measured = traced_per_message(queue.publish, [encoded], count)
+    accounted = queue.budget.accounted / count  # type: ignore[union-attr]
+    print(f"{timed}: measured {measured:.0f}, accounted {accounted:.0f}")
+    assert queue.held_back() == (count if "scheduled" in timed else 0)
+    assert 0.85 * measured <= accounted <= 1.3 * measured
+
+
 class _Idle:
     """A filtered consumer without credit, as a queue sees it."""
 

@@ -20,7 +20,8 @@ from proton.utils import SendException
 from filtex_broker.config import load_config
 from filtex_broker.nodes.queue import Queue
 from filtex_broker.store import log as store_module
-from filtex_broker.store.log import ACK, ENQUEUE, META, Store, StoreLockedError, parse, record
+from filtex_broker.store.log import Store, StoreLockedError
+from filtex_broker.store.records import ACK, ENQUEUE, META, parse, record
 
 from ..broker_clients import (
     TIMEOUT,

@@ -134,3 +134,17 @@ def restart(broker_factory: BrokerFactory, running: RunningBroker,
     running.thread.join(TIMEOUT)
     assert not running.thread.is_alive()
     return stream_broker(broker_factory, **overrides)
+
+
+def four_read(running: RunningBroker, address: str = "events.v", **connection: Any,
+              ) -> tuple[BlockingConnection, BlockingReceiver, RawReceiver]:
+    """Offsets 0-9 in ``address``; a consumer ``reader`` from ``first`` that took 0-3 with its
+    four credits and waits with none (position 4, lag 6). The connection (``connect``'s
+    keywords) is left open, so that the consumer stays attached."""
+    opened = connect(running.url, **connection)
+    publish(opened, address, range(10))
+    receiver, handler = consumer(opened, address, credit=4, name="reader",
+                                o=offset_spec("first"))
+    assert [offset for _, offset in received(opened, handler, 4)] == [0, 1, 2, 3]
+    opened.wait(lambda: stream_of(running, address).delivered == 4, timeout=TIMEOUT)
+    return opened, receiver, handler

@@ -12,7 +12,7 @@ import pytest
 from proton import Described, symbol
 
 from filtex_broker.nodes.budget import MemoryBudget
-from filtex_broker.store.log import parse
+from filtex_broker.store.records import parse
 from filtex_broker.streams import segment_file
 from filtex_broker.streams.durable import CACHED_SEGMENTS
 

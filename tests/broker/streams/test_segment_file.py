@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from filtex_broker.store.log import parse, record
+from filtex_broker.store.records import parse, record
 from filtex_broker.streams import segment_file
 from filtex_broker.streams.summaries import SegmentSummary
 from filtex_proton.matcher import STREAM_FILTER_FIELD

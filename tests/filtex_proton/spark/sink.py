@@ -93,9 +93,10 @@ class _Call:
 
 
 class _Fetch(MessagingHandler):
-    def __init__(self, url: str, address: str, idle: float) -> None:
-        super().__init__(prefetch=100, auto_accept=False, auto_settle=True)
-        self.url, self.address, self.idle = url, address, idle
+    def __init__(self, url: str, address: str, idle: float, credit: int = 100,
+                 count: int | None = None) -> None:
+        super().__init__(prefetch=credit, auto_accept=False, auto_settle=True)
+        self.url, self.address, self.idle, self.count = url, address, idle, count
         self.received: list[bytes] = []
         self.last = 0.0
         self.connection: Any = None
@@ -119,19 +120,24 @@ class _Fetch(MessagingHandler):
         delivery.update(Delivery.ACCEPTED)
         delivery.settle()
         self.last = time.monotonic()
+        if self.count is not None and len(self.received) >= self.count:
+            self.connection.close()
+            self.idle = 0.0  # the timer stops at its next tick
 
     def on_timer_task(self, event: Any) -> None:
         import time
 
-        if time.monotonic() - self.last > self.idle:
+        if time.monotonic() - self.last >= self.idle:
             self.connection.close()
         else:
             event.container.schedule(0.1, self)
 
 
-def fetch_raw(url: str, address: str, idle: float = 2.0) -> list[bytes]:
+def fetch_raw(url: str, address: str, idle: float = 2.0, credit: int = 100,
+              count: int | None = None) -> list[bytes]:
     """Every message waiting at ``address``, as raw bytes (python-qpid-proton's Message cannot
-    decode every valid message: described map keys, for one), accepting each."""
-    handler = _Fetch(url, address, idle)
+    decode every valid message: described map keys, for one), accepting each, until none came
+    for ``idle`` seconds (or ``count`` came)."""
+    handler = _Fetch(url, address, idle, credit, count)
     Container(handler).run()
     return handler.received

@@ -67,6 +67,9 @@ public final class JmsScenarios {
                     case "browser" -> browser();
                     case "receive-no-wait" -> receiveNoWait();
                     case "temporary-queue" -> temporaryQueue();
+                    case "ttl" -> timeToLive();
+                    case "delivery-delay" -> deliveryDelay();
+                    case "priority" -> priority();
                     default -> throw new IllegalArgumentException("no scenario " + scenario);
                 }
             } catch (Exception e) {
@@ -290,6 +293,93 @@ public final class JmsScenarios {
             replyConsumer.close();
             replies.delete();
         }
+    }
+
+    // -- message lifetime (tests/jms/test_jms_lifetime.py) ----------------------------------------
+
+    /**
+     * setTimeToLive(500): expired on the broker before a consumer comes, and dead-lettered. Qpid
+     * JMS's own expiry check is off (jms.localMessageExpiry=false), so the broker's is tested.
+     */
+    static void timeToLive() throws Exception {
+        try (Connection conn = connect(null, "?jms.localMessageExpiry=false")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Queue queue = session.createQueue(run + ".ttl");
+            MessageProducer producer = session.createProducer(queue);
+            producer.setTimeToLive(500);
+            producer.send(tagged(session, "expiring"));
+            producer.setTimeToLive(0);
+            producer.send(tagged(session, "kept"));
+            sleep(1000);
+            result("ttl", "received", ordered(takeAll(session.createConsumer(queue))));
+            result("ttl", "dead-lettered", ordered(takeAll(
+                    session.createConsumer(session.createQueue("DLQ"), "run = '" + run + "'"))));
+        }
+    }
+
+    /**
+     * setDeliveryDelay(1500) (Qpid JMS sends it only to a peer offering DELAYED_DELIVERY): not
+     * received within 1 s of the send, received after; a message sent after it without a delay
+     * comes first.
+     */
+    static void deliveryDelay() throws Exception {
+        try (Connection conn = connect(null, "")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Queue queue = session.createQueue(run + ".delay");
+            MessageConsumer consumer = session.createConsumer(queue);
+            MessageProducer producer = session.createProducer(queue);
+            long sent = System.currentTimeMillis();
+            producer.setDeliveryDelay(1500);
+            producer.send(tagged(session, "delayed"));
+            producer.setDeliveryDelay(0);
+            producer.send(tagged(session, "at-once"));
+            result("delivery-delay", "first", body(consumer.receive(30_000)));
+            long early = Math.max(1, sent + 1000 - System.currentTimeMillis());
+            result("delivery-delay", "early", body(consumer.receive(early)));
+            result("delivery-delay", "later", body(consumer.receive(30_000)));
+            result("delivery-delay", "after-ms", String.valueOf(System.currentTimeMillis() - sent));
+        }
+    }
+
+    /** Priorities 1, 1, 9, 4, 9 queued before any consumer: taken highest first, in order. */
+    static void priority() throws Exception {
+        try (Connection conn = connect(null, "")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Queue queue = session.createQueue(run + ".priority");
+            MessageProducer producer = session.createProducer(queue);
+            int[] priorities = {1, 1, 9, 4, 9};
+            String[] bodies = {"p1-a", "p1-b", "p9-a", "p4", "p9-b"};
+            for (int k = 0; k < bodies.length; k++) {
+                producer.send(tagged(session, bodies[k]), jakarta.jms.DeliveryMode.PERSISTENT,
+                        priorities[k], 0);
+            }
+            result("priority", "order", ordered(takeAll(session.createConsumer(queue))));
+        }
+    }
+
+    static TextMessage tagged(Session session, String body) throws JMSException {
+        TextMessage m = session.createTextMessage(body);
+        m.setStringProperty("run", run);
+        return m;
+    }
+
+    /** What the consumer gets, in order: the first within 30 s, then until a drain brings none
+     * (receiveNoWait drains the link unless jms.receiveNoWaitLocalOnly). */
+    static List<String> takeAll(MessageConsumer consumer) throws JMSException {
+        List<String> got = new ArrayList<>();
+        for (Message m = consumer.receive(30_000); m != null; m = consumer.receiveNoWait()) {
+            got.add(((TextMessage) m).getText());
+        }
+        consumer.close();
+        return got;
+    }
+
+    static String body(Message m) throws JMSException {
+        return m == null ? "-" : ((TextMessage) m).getText();
+    }
+
+    static String ordered(List<String> bodies) {
+        return bodies.isEmpty() ? "-" : String.join(",", bodies);
     }
 
     // -- helpers -------------------------------------------------------------------------------
