@@ -2,10 +2,10 @@
 
 The consumer mirrors the link's credit in a Python int (set from the link on
 every flow, decremented on every send) so that dispatch never has to ask
-Proton. Messages go out as the bytes that arrived (``delivery``, ``send``,
-``advance``); nothing is decoded or re-encoded. Outcomes decide a message's
-fate: accepted → gone; rejected → dead-letter node; released → back in place;
-modified → back in place, delivery-count incremented if delivery-failed, never
+Proton. Messages go out as the bytes that arrived; only a message with a ttl that expires
+here has its header re-encoded, with the ttl left (``rewrites.with_ttl_left``). Outcomes
+decide a message's fate: accepted → gone; rejected → dead-letter node; released → back in
+place; modified → back in place, delivery-count incremented if delivery-failed, never
 again to this consumer if undeliverable-here. Whatever is still unsettled when
 the link or its connection goes away comes back as if modified(delivery-failed).
 """
@@ -32,7 +32,7 @@ from filtex_broker.loop.engine import (
 from filtex_broker.nodes.entry import Entry
 from filtex_broker.nodes.node import Node
 from filtex_broker.nodes.queue import Queue
-from filtex_broker.nodes.redelivery import bump_delivery_count
+from filtex_broker.nodes.rewrites import bump_delivery_count, with_ttl_left
 from filtex_proton.plugin import FilterMessage, FilterStats, LinkFilter
 
 if TYPE_CHECKING:
@@ -121,7 +121,11 @@ class Consumer:
     def send(self, entry: Entry) -> None:
         """Put one message on the wire (the queue has checked credit and filters)."""
         self._tags += 1
-        delivery = send_bytes(self.impl, b"%x" % self._tags, entry.data)
+        data = entry.data
+        expires = entry.lifetime.expires_ms
+        if expires is not None:  # a ttl goes out reduced by the time spent here (§3.2.1)
+            data = with_ttl_left(data, expires, self.queue.deadlines.clock())
+        delivery = send_bytes(self.impl, b"%x" % self._tags, data)
         self.credit -= 1
         self.sent += 1
         if self.presettled:

@@ -24,8 +24,8 @@ from typing import Any, Final
 from filtex_proton.amqp import DecodeError, RawMessageView, Section
 from filtex_proton.plugin import FilterMessage
 
-__all__ = ["COMMON", "DEAD_LETTER_REASON", "DEFAULT_PRIORITY", "Lifetime", "lifetime_of", "now_ms",
-           "recovered_lifetime"]
+__all__ = ["COMMON", "DEAD_LETTER_REASON", "DEFAULT_PRIORITY", "Lifetime", "dead_letter_lifetime",
+           "lifetime_of", "now_ms", "recovered_lifetime"]
 
 DEFAULT_PRIORITY: Final = 4
 _MAX_PRIORITY: Final = 9
@@ -135,6 +135,12 @@ def lifetime_of(message: FilterMessage, arrival_ms: int | None = None) -> Lifeti
     at = now_ms() if arrival_ms is None else arrival_ms
     return _shared(Lifetime(_expiry(ttl, absolute, at),
                             _visible(annotations, at) if scheduled else None, _priority(priority)))
+
+
+def dead_letter_lifetime(lifetime: Lifetime) -> Lifetime:
+    """The lifetime of a message's dead letter: its priority, never expiring or waiting (as
+    :func:`lifetime_of` reads the dead letter's bytes, without reading them)."""
+    return _BY_PRIORITY[lifetime.priority]
 
 
 def recovered_lifetime(data: bytes, times: tuple[int | None, int | None] | None) -> Lifetime:

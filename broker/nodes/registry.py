@@ -23,16 +23,15 @@ from typing import TYPE_CHECKING, Final, Protocol
 
 from proton import symbol
 
-from filtex_broker.nodes.annotations import with_annotations
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.deadlines import Deadlines
 from filtex_broker.nodes.entry import Entry
 from filtex_broker.nodes.holding import LifetimeKeeping
-from filtex_broker.nodes.lifetime import DEAD_LETTER_REASON, lifetime_of
+from filtex_broker.nodes.lifetime import DEAD_LETTER_REASON, dead_letter_lifetime
 from filtex_broker.nodes.node import Durability, Journal, Node, NodeLimits
 from filtex_broker.nodes.queue import Queue
+from filtex_broker.nodes.rewrites import with_annotations, without_expiry
 from filtex_broker.nodes.topic import Topic
-from filtex_proton.plugin import FilterMessage
 
 if TYPE_CHECKING:
     from filtex_broker.nodes.topic import Subscription
@@ -190,6 +189,7 @@ class Registry:
                 f"{_utc(entry.lifetime.expires_ms or 0)}", name))
 
     def _to_dead_letters(self, entry: Entry, annotations: dict[symbol, str]) -> None:
-        data = with_annotations(entry.data, annotations)
-        dead = Entry(data, entry.origin, lifetime=lifetime_of(FilterMessage(data)))
+        """A dead letter: why, in its annotations, and no expiry (it never expires again)."""
+        data = without_expiry(with_annotations(entry.data, annotations))
+        dead = Entry(data, entry.origin, lifetime=dead_letter_lifetime(entry.lifetime))
         self.node(self.dead_letter_address).put_back(dead)

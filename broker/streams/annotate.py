@@ -10,7 +10,7 @@ from typing import Final
 
 from proton import symbol
 
-from filtex_broker.nodes.annotations import with_annotations
+from filtex_broker.nodes.rewrites import with_annotations
 
 __all__ = ["OFFSET_ANNOTATION", "with_offset"]
 

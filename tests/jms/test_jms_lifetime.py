@@ -4,9 +4,8 @@ setDeliveryDelay (the x-opt-delivery-time message annotation, §3.2.3, sent only
 whose open offers DELAYED_DELIVERY, part 2 §2.7.1) and setPriority (§3.2.1 header priority).
 
 One broker process and one JVM for the module, running the scenarios ``ttl``,
-``delivery-delay`` and ``priority`` of ``java/JmsScenarios.java``; skipped without a JDK and
-Maven. Priority ordering within a queue is not in the broker yet: the priority test fails
-until it is.
+``dead-letter-read``, ``delivery-delay`` and ``priority`` of ``java/JmsScenarios.java``;
+skipped without a JDK and Maven.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import pytest
 from ..broker.fault_clients import BrokerProcess
 from .jms_support import Results, run_scenarios
 
-LIFETIME = ("ttl", "delivery-delay", "priority")
+LIFETIME = ("ttl", "dead-letter-read", "delivery-delay", "priority")
 
 
 @pytest.fixture(scope="module")
@@ -38,6 +37,15 @@ def test_a_message_past_its_time_to_live_is_not_received_and_is_dead_lettered(
     the broker's is tested)."""
     assert results("ttl", "received") == "kept"
     assert results("ttl", "dead-lettered") == "expiring"
+
+
+def test_a_dead_letter_of_an_expired_message_reaches_a_client_checking_expiry(
+        results: Results) -> None:
+    """Qpid JMS's own expiry check on (its default): the dead letter of a message whose
+    setTimeToLive(300) passed arrives, and never expires (JMSExpiration 0): a dead letter
+    carries no ttl or absolute-expiry-time."""
+    assert results("dead-letter-read", "received") == "expired"
+    assert results("dead-letter-read", "expiration") == "0"
 
 
 def test_a_delivery_delay_holds_the_message_until_due(results: Results) -> None:

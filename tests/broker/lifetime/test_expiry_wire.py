@@ -20,6 +20,7 @@ from proton import Delivery, Message
 from filtex_broker.nodes.budget import PER_ENTRY, bytes_cost
 from filtex_broker.nodes.queue import Queue
 from filtex_broker.nodes.topic import Topic
+from filtex_proton.amqp import RawMessageView, Section
 
 from ..broker_clients import (
     RunningBroker,
@@ -95,7 +96,7 @@ def test_expired_messages_are_never_delivered_and_are_dead_lettered(
 
     dead = dead_letters(conn, case, 2)
     # The one already past its absolute expiry goes at the broker's next tick, the ttl one at
-    # 500 ms; a dead letter keeps its ttl and absolute-expiry-time and never expires again.
+    # 500 ms; a dead letter loses its ttl and absolute-expiry-time: it never expires again.
     assert [m.body for m in dead] == ["expiry-past", "ttl-500"]
     by_body = {m.body: m for m in sent}
     for m in dead:
@@ -220,4 +221,41 @@ def test_a_message_that_expires_while_delivered_is_dead_lettered_when_it_comes_b
     # A link closed with the delivery unsettled counts as a failed delivery; a release not.
     assert [m.delivery_count for m in dead] == [1, 0]
     assert queue_of(shared, released).depth() == queue_of(shared, closed).depth() == 0
+    conn.close()
+
+
+def ttl_of(data: bytes) -> object:
+    return (RawMessageView(data).section(Section.HEADER) or {}).get("ttl")
+
+
+def test_a_message_goes_out_with_the_ttl_it_has_left(shared: RunningBroker) -> None:
+    """§3.2.1: an intermediary forwards "the reduced ttl". Sent with a ttl of 60 s and taken
+    300 ms later, a message carries what is left; released and taken again, less again. One
+    that expires by its absolute-expiry-time alone goes out as it came."""
+    case = address = "lifetime.ttl-left"
+    conn = connect(shared.url)
+    sent_at = now_ms()
+    expiry = sent_at + 60_000
+    send(conn.create_sender(address), timed(case, "ttl", ttl=60_000),
+         timed(case, "absolute", expiry=expiry))
+    time.sleep(0.3)
+    receiver, handler = raw_receiver(conn, address, credit=2, settle=False)
+    (first, delivery), (second, _) = wait_received(conn, handler, 2)
+    taken_at = now_ms()
+    left = ttl_of(first)
+    assert isinstance(left, int)
+    assert 60_000 - (taken_at - sent_at) <= left <= 60_000 - 300
+    assert ttl_of(second) is None
+    kept = (RawMessageView(second).section(Section.PROPERTIES) or {})["absolute-expiry-time"]
+    assert abs(kept - expiry) <= 1  # as sent (proton's Message holds it in seconds)
+
+    time.sleep(0.05)
+    delivery.update(Delivery.RELEASED)
+    delivery.settle()
+    receiver.link.flow(1)
+    again, _ = wait_received(conn, handler, 3)[2]
+    later = ttl_of(again)
+    assert isinstance(later, int) and later <= left - 50
+    header = RawMessageView(again).section(Section.HEADER) or {}
+    assert header.get("delivery-count") in (None, 0)  # a release is no failed attempt
     conn.close()

@@ -139,7 +139,7 @@ def test_a_returned_message_is_offered_again_to_whoever_matches_it_now() -> None
     queue.publish(region_message("a", 7))
     assert numbers(first) == [7] and not again.got
     entry = first.got[0]
-    from filtex_broker.nodes.redelivery import bump_delivery_count
+    from filtex_broker.nodes.rewrites import bump_delivery_count
 
     data = bump_delivery_count(entry.data)
     queue.resize(entry, data, FilterMessage(data))

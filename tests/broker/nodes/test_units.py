@@ -11,7 +11,7 @@ from proton import uint
 from filtex_broker.config import BrokerConfig, ConfigError, load_config, parse_listen
 from filtex_broker.nodes.node import NodeLimits
 from filtex_broker.nodes.queue import Queue
-from filtex_broker.nodes.redelivery import bump_delivery_count
+from filtex_broker.nodes.rewrites import bump_delivery_count, with_ttl_left, without_expiry
 from filtex_broker.terminus import TerminusRequest, lookup_key, subscription_key
 from filtex_proton.amqp.message import RawMessageView, encode_message
 from filtex_proton.amqp.view import MISSING, Section
@@ -186,6 +186,50 @@ def test_bump_keeps_other_fields_and_clears_first_acquirer() -> None:
     view = RawMessageView(bumped)
     assert view.field(Section.FOOTER, "f") == 1
     assert view.field(Section.PROPERTIES, "subject") is MISSING
+
+
+def test_the_ttl_left_replaces_the_ttl_forwarded() -> None:
+    """AMQP 1.0 §3.2.1: an intermediary sends the reduced ttl; every other byte as it was."""
+    data = encode_message(header={"durable": True, "ttl": 60_000, "delivery-count": 2},
+                          properties={"subject": "s"}, footer={"f": 1}, body="b")
+    reduced = with_ttl_left(data, expires_ms=1_000_000 + 60_000, now_ms=1_000_000 + 1_500)
+    assert _header(reduced) == {"durable": True, "ttl": uint(58_500), "delivery-count": 2}
+    assert isinstance(_header(reduced)["ttl"], uint)
+    view = RawMessageView(reduced)
+    assert view.field(Section.FOOTER, "f") == 1 and view.field(Section.PROPERTIES, "subject") == "s"
+    assert reduced[-20:] == data[-20:]
+
+
+@pytest.mark.parametrize(("header", "expires", "why"), [
+    (None, 5_000, "no header"),
+    ({"priority": 7}, 5_000, "no ttl: the expiry is absolute-expiry-time's"),
+    ({"ttl": 3_000}, 5_000, "more left than the ttl (the clock went back): kept"),
+    ({"ttl": 1_000}, 1_000, "nothing spent yet"),
+])
+def test_the_ttl_is_forwarded_as_it_is(header: dict[str, Any] | None, expires: int,
+                                       why: str) -> None:
+    data = encode_message(header=header, body="b") if header else encode_message(body="b")
+    assert with_ttl_left(data, expires_ms=expires, now_ms=0) is data, why
+
+
+def test_the_ttl_left_is_never_zero() -> None:
+    """0 would read as "no expiry"; a message due now leaves with 1 ms."""
+    data = encode_message(header={"ttl": 500}, body="b")
+    assert _header(with_ttl_left(data, expires_ms=10_000, now_ms=10_000))["ttl"] == 1
+
+
+def test_a_dead_letter_loses_its_expiry_and_nothing_else() -> None:
+    data = encode_message(header={"priority": 9, "ttl": 500},
+                          properties={"subject": "s", "absolute-expiry-time": 1_700_000_000_000},
+                          application_properties={"k": 1}, body="b")
+    cleared = without_expiry(data)
+    assert _header(cleared) == {"priority": 9}
+    view = RawMessageView(cleared)
+    assert view.field(Section.PROPERTIES, "absolute-expiry-time") is MISSING
+    assert view.field(Section.PROPERTIES, "subject") == "s"
+    assert view.field(Section.APPLICATION_PROPERTIES, "k") == 1
+    plain = encode_message(header={"priority": 9}, properties={"subject": "s"}, body="b")
+    assert without_expiry(plain) is plain
 
 
 # -- configuration ---------------------------------------------------------------------------

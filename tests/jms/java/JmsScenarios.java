@@ -68,6 +68,7 @@ public final class JmsScenarios {
                     case "receive-no-wait" -> receiveNoWait();
                     case "temporary-queue" -> temporaryQueue();
                     case "ttl" -> timeToLive();
+                    case "dead-letter-read" -> deadLetterRead();
                     case "delivery-delay" -> deliveryDelay();
                     case "priority" -> priority();
                     default -> throw new IllegalArgumentException("no scenario " + scenario);
@@ -314,6 +315,31 @@ public final class JmsScenarios {
             result("ttl", "received", ordered(takeAll(session.createConsumer(queue))));
             result("ttl", "dead-lettered", ordered(takeAll(
                     session.createConsumer(session.createQueue("DLQ"), "run = '" + run + "'"))));
+        }
+    }
+
+    /**
+     * The dead letter of a message that expired (setTimeToLive(300)), read by a client whose own
+     * expiry check is on, as Qpid JMS's is by default: it arrives, and it never expires
+     * (JMSExpiration 0), where a dead letter keeping its expiry would be dropped on receipt.
+     */
+    static void deadLetterRead() throws Exception {
+        try (Connection conn = connect(null, "")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            MessageProducer producer = session.createProducer(
+                    session.createQueue(run + ".dead-letter-read"));
+            producer.setTimeToLive(300);
+            TextMessage sent = tagged(session, "expired");
+            sent.setStringProperty("scenario", "dead-letter-read");
+            producer.send(sent);
+            sleep(1000);
+            MessageConsumer consumer = session.createConsumer(session.createQueue("DLQ"),
+                    "run = '" + run + "' AND scenario = 'dead-letter-read'");
+            Message got = consumer.receive(10_000);
+            result("dead-letter-read", "received", body(got));
+            result("dead-letter-read", "expiration",
+                    got == null ? "-" : Long.toString(got.getJMSExpiration()));
+            consumer.close();
         }
     }
 
