@@ -83,12 +83,13 @@ static double now(void) {
   struct timespec ts; clock_gettime(CLOCK_REALTIME, &ts); return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void encode(app_t *app, int total) {
+static void encode(app_t *app, int total, pn_millis_t ttl) {
   static char body[1 << 16]; memset(body, 'x', sizeof body);
   size_t body_size = 100;  /* or what makes the encoded message TOTAL bytes long */
   for (int i = 0; i < app->variants; i++) {
     pn_message_t *m = pn_message();
     pn_message_set_id(m, (pn_atom_t){.type = PN_ULONG, .u.as_ulong = (uint64_t)i});
+    if (ttl > 0) pn_message_set_ttl(m, ttl);
     pn_data_t *props = pn_message_properties(m);
     pn_data_put_map(props); pn_data_enter(props);
     pn_data_put_string(props, pn_bytes(1, "k")); pn_data_put_int(props, i);
@@ -207,7 +208,7 @@ static int handle(app_t *app, pn_event_t *e) {
 
 int main(int argc, char **argv) {
   if (argc < 6) {
-    fprintf(stderr, "usage: loadgen send HOST PORT ADDRESS COUNT [KEYS [SIZE]] | "
+    fprintf(stderr, "usage: loadgen send HOST PORT ADDRESS COUNT [KEYS [SIZE [TTL]]] | "
             "recv HOST PORT ADDRESS COUNT [SQL]\n"); return 2;
   }
   app_t app = {0};
@@ -217,7 +218,7 @@ int main(int argc, char **argv) {
   app.variants = app.sending && app.filter && *app.filter ? atoi(app.filter) : 10;
   if (app.variants < 1 || app.variants > VARIANTS) { fprintf(stderr, "bad KEYS\n"); return 2; }
   app.window = 1000; app.seed = 88172645463325252ULL;
-  encode(&app, argc > 7 ? atoi(argv[7]) : 0);
+  encode(&app, argc > 7 ? atoi(argv[7]) : 0, argc > 8 ? (pn_millis_t)atol(argv[8]) : 0);
   char addr[PN_MAX_ADDR];
   app.proactor = pn_proactor();
   pn_proactor_addr(addr, sizeof addr, app.host, app.port);
@@ -315,8 +316,9 @@ def start_broker(workdir: Path, *extra: str, launcher: tuple[str, ...] = ("-m", 
 
 
 def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue: str,
-                 profile: Path | None, broker_pid: int) -> float:
-    """Delivered messages per second for one scenario."""
+                 profile: Path | None, broker_pid: int, ttl: int = 0) -> float:
+    """Delivered messages per second for one scenario (every message with a header ttl of
+    ``ttl`` ms, if not 0)."""
     consumers = len(scenario.filters)
     if scenario.split:  # a consumer that got its part releases what it is sent beyond, and leaves
         expected = [-(-count // consumers)] * consumers
@@ -341,7 +343,7 @@ def run_scenario(loadgen: Path, port: int, scenario: Scenario, count: int, queue
                                stderr=subprocess.DEVNULL)
     sender = subprocess.run(
         [str(loadgen), "send", "127.0.0.1", str(port), queue, str(count),
-         str(scenario.variants)],
+         str(scenario.variants), "0", str(ttl)],
         capture_output=True, text=True, check=False, timeout=600,
     )
     lasts = []
@@ -472,7 +474,7 @@ def measure(loadgen: Path, variant: Variant, run: int, args: argparse.Namespace,
                           if variant.console_poll else contextlib.nullcontext())
                 with poller:
                     rate = run_scenario(loadgen, port, scenario, args.messages, queue,
-                                        profile, broker.pid)
+                                        profile, broker.pid, args.ttl)
                 if isinstance(poller, ConsolePoller) and not poller.polls:
                     sys.exit(f"bench: the console was never polled ({poller.failures} "
                              "failures)")
@@ -517,11 +519,16 @@ def main() -> int:
     parser.add_argument("--door-check", action="store_true",
                         help="also run the broker with the door check replaced by the layout "
                         "scan alone (bench/scan_only_broker.py), to measure what the check costs")
+    parser.add_argument("--ttl", type=int, default=0, metavar="MS",
+                        help="every message carries a header ttl of MS (long enough not to "
+                        "expire during the run): what expiry and the ttl left on delivery cost")
     parser.add_argument("--baseline-tree", type=Path, metavar="DIR",
                         help="also run the broker from another source tree (a checkout of the "
                         "commit to compare with, e.g. `git worktree add /tmp/before main`), "
                         "interleaved run by run, to measure a change")
     args = parser.parse_args()
+    if not 0 <= args.ttl <= 0xFFFFFFFF:
+        parser.error(f"--ttl {args.ttl}: a header ttl is 0..2^32-1 ms")
     if args.baseline_tree is not None and not (args.baseline_tree / "broker").is_dir():
         parser.error(f"--baseline-tree {args.baseline_tree}: not a filtex-proton source tree")
     loadgen = build_loadgen()
@@ -563,7 +570,8 @@ def main() -> int:
             print(f"  {scenario.name:12s} CPU {scanned:6.2f} -> {checked:6.2f} us/msg "
                   f"({checked / scanned - 1:+6.1%}), rate {scan_rate:7.0f} -> {rate:7.0f} msg/s "
                   f"({rate / scan_rate:.2f}x)")
-    print(f"\n{args.messages} messages per scenario, {args.runs} runs, "
+    print(f"\n{args.messages} messages per scenario{f' (ttl {args.ttl} ms)' if args.ttl else ''}, "
+          f"{args.runs} runs, "
           f"{os.cpu_count()} CPUs, python {sys.version.split()[0]}; CPU = broker process and its "
           "children (the archive writer)")
     return 0
