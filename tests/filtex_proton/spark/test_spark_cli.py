@@ -22,7 +22,7 @@ from filtex_proton.filterset import decode_filter_set
 from filtex_proton.spark.cli import main
 
 from .cli_support import FILTER, expected_bytes, run
-from .conftest import Corpus, engine_matches, spark_unavailable
+from .conftest import Corpus, OtherPython, engine_matches, spark_unavailable
 from .sink import Sink, fetch_raw, free_port, run_sink, stop_sink
 
 if TYPE_CHECKING:
@@ -144,6 +144,25 @@ def test_workers_without_filtex_proton_are_said_in_one_line(
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
         "filtex-spark: Spark's Python workers cannot import filtex_proton, which evaluates "
         "filter 'sql' (amqp:sql-filter): pip install filtex-proton there")
+
+
+def test_workers_of_another_python_are_said_in_one_line(
+        spark: SparkSession, corpus: Corpus, other_python: OtherPython,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Spark's Python workers under another minor version cannot run this one's UDFs."""
+    spark.conf.set("spark.sql.execution.pyspark.python", other_python.executable)
+    try:
+        status, _ = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
+                         "--count", "--path", "udf"])
+    finally:
+        spark.conf.unset("spark.sql.execution.pyspark.python")
+    assert status == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"filtex-spark: Spark's Python workers run Python {other_python.version}, this is "
+        f"Python {sys.version_info[0]}.{sys.version_info[1]}, and they cannot run its UDFs, "
+        "which evaluate filter 'sql' (amqp:sql-filter): point PYSPARK_PYTHON where the "
+        f"workers run at a Python {sys.version_info[0]}.{sys.version_info[1]} with "
+        f"filtex-proton, or run filtex-spark under Python {other_python.version}")
 
 
 def test_select_shows_matches_as_typed_json(spark: SparkSession, corpus: Corpus) -> None:
