@@ -157,7 +157,7 @@ _STARTED: list[tuple[subprocess.Popen[bytes], Path]] = []
 def pytest_collection_finish(session: pytest.Session) -> None:
     """When collected tests use the Spark Connect server, it starts now, in the background:
     its JVM starts (some 15 s) while the tests before them run."""
-    if spark_unavailable() is None and any(_USE_THE_SERVER & set(item.fixturenames)
+    if spark_unavailable() is None and any(_USE_THE_SERVER & set(getattr(item, "fixturenames", ()))
                                            for item in session.items):
         log = Path(tempfile.mkdtemp(prefix="filtex-connect-tests-")) / "server.log"
         _STARTED.append((_start_connect_server(log), log))
