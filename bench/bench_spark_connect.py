@@ -43,6 +43,7 @@ from pathlib import Path
 from bench_spark import archive, archive_options, twin
 
 from filtex_proton.spark.cli import main as filtex_spark
+from filtex_proton.spark.connect import CONNECT_MODE
 
 ROOT = Path(__file__).resolve().parent.parent
 QUERY = ["select", "--count", "--filter", "customer = 'c4242'"]
@@ -52,7 +53,7 @@ CLI = str(Path(sys.executable).parent / "filtex-spark")
 def _env() -> dict[str, str]:
     """This tree first on the path, no Spark Connect URL inherited."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")}
+           if k not in ("SPARK_REMOTE", CONNECT_MODE)}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     return env
 

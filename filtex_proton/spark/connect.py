@@ -13,12 +13,18 @@ over gRPC to ``sc://HOST:PORT``. For a query to run there (docs/ARCHIVE.md, Spar
 
 PySpark serves one kind of session per process: once a Connect session is made here,
 ``pyspark.sql.functions`` builds Connect columns, as after ``SparkSession.builder.remote``.
+
+This is the one module that relies on PySpark's Connect client beyond its documented API (the
+mode switch :data:`CONNECT_MODE`, the client's retry policies and channel builder);
+:func:`internals_problems` checks all of it before a session is made, so that another PySpark
+gives one line naming what it lacks instead of a traceback halfway through a query.
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import inspect
 import os
 import re
 import sys
@@ -29,8 +35,14 @@ from typing import TYPE_CHECKING, Any, Final, cast
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["CONNECT_SETTINGS", "ConnectError", "connect_session", "lacks_filtex",
-           "missing_client_packages", "said_in_one_line", "server_report"]
+__all__ = ["CONNECT_MODE", "CONNECT_SETTINGS", "ConnectError", "connect_session",
+           "internals_problems", "lacks_filtex", "missing_client_packages", "other_python",
+           "said_in_one_line", "server_report"]
+
+CONNECT_MODE: Final = "SPARK_CONNECT_MODE_ENABLED"
+"""PySpark's switch between its two kinds of session in one process, an environment variable
+that ``pyspark.sql.utils.is_remote`` reads: while it is set, ``pyspark.sql.functions`` builds
+Connect columns, which only a Connect session runs; unset, classic ones."""
 
 CONNECT_SETTINGS: dict[str, str] = {"spark.sql.session.timeZone": "UTC"}
 """What a Connect session gets unless the caller's config says otherwise (session settings
@@ -41,6 +53,11 @@ _FIRST_CALL_ATTEMPTS: Final = 3
 own policy, kept for the queries, waits 10 minutes for a server to come back."""
 
 _MISSING: Final = re.compile(r"No module named '(filtex_proton[\w.]*)'")
+_OTHER_PYTHON: Final = re.compile(r"Python in worker has different version: (\d+\.\d+) "
+                                  r"than that in driver: (\d+\.\d+)")
+
+_CLIENT_MEMBERS: Final = ("close", "is_closed", "get_retry_policies", "set_retry_policies")
+_POLICY_PARAMETERS: Final = ("max_retries", "initial_backoff", "max_backoff")
 
 
 class ConnectError(Exception):
@@ -56,6 +73,35 @@ def missing_client_packages() -> str | None:
     except ImportError as exc:
         return str(exc).strip().splitlines()[0]
     return None
+
+
+def internals_problems() -> list[str]:
+    """What this module relies on that the installed PySpark's Connect client lacks, one line
+    each (empty: all there). Restores :data:`CONNECT_MODE` as it found it."""
+    try:
+        from pyspark.sql.connect.client import DefaultChannelBuilder, SparkConnectClient
+        from pyspark.sql.connect.client.retries import DefaultPolicy
+        from pyspark.sql.utils import is_remote
+    except ImportError as exc:
+        return [f"cannot import {exc.name or exc}"]
+    problems = [f"SparkConnectClient.{name}" for name in _CLIENT_MEMBERS
+                if not hasattr(SparkConnectClient, name)]
+    parameters = inspect.signature(DefaultPolicy).parameters
+    problems += [f"DefaultPolicy({name}=)" for name in _POLICY_PARAMETERS
+                 if name not in parameters]
+    if not callable(DefaultChannelBuilder):
+        problems.append("DefaultChannelBuilder")
+    before = os.environ.get(CONNECT_MODE)
+    os.environ[CONNECT_MODE] = "1"
+    try:
+        if not is_remote():
+            problems.append(f"is_remote() does not follow ${CONNECT_MODE}")
+    finally:
+        if before is None:
+            os.environ.pop(CONNECT_MODE, None)
+        else:
+            os.environ[CONNECT_MODE] = before
+    return problems
 
 
 def _details(exc: BaseException) -> str:
@@ -109,7 +155,14 @@ def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> Spa
     set on it (``config`` wins). Raises :class:`ConnectError` in a few seconds for a URL that
     is not one, a server that does not answer, or a setting it refuses. At exit the session is
     released on the server, without waiting for one that is gone."""
+    import pyspark
     from pyspark.errors import PySparkException
+
+    problems = internals_problems()
+    if problems:
+        raise ConnectError(f"the Spark Connect client of PySpark {pyspark.__version__} lacks "
+                           f"what --remote uses: {', '.join(problems)} (PySpark 4.0 or later "
+                           "has it: pip install 'filtex-proton[spark]' --upgrade)")
     from pyspark.sql.connect.client import DefaultChannelBuilder
     from pyspark.sql.connect.session import SparkSession as RemoteSession
 
@@ -118,7 +171,7 @@ def connect_session(url: str, *, config: Mapping[str, str] | None = None) -> Spa
     except ValueError as exc:  # PySparkValueError too
         raise ConnectError(f"{url!r} is not a Spark Connect URL (sc://HOST:PORT): "
                            f"{str(exc).strip().splitlines()[0]}") from None
-    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"  # pyspark.sql.functions: Connect columns
+    os.environ[CONNECT_MODE] = "1"  # pyspark.sql.functions: Connect columns
     # A new session of this server (getOrCreate would return any session made before, of
     # whichever server); no call to it yet. PySpark's Connect session stands for the classic.
     session = cast("SparkSession", RemoteSession.builder.remote(url).create())
@@ -150,6 +203,18 @@ def _python() -> str:
     return ".".join(map(str, sys.version_info[:2]))
 
 
+def other_python(exc: BaseException) -> tuple[str, str] | None:
+    """The workers' Python minor version and this one's, when a query failed because they
+    differ (a Python UDF runs only under the minor version that pickled it); else ``None``."""
+    found = _OTHER_PYTHON.search(str(exc))
+    return (found.group(1), found.group(2)) if found else None
+
+
+def _workers(remote: str | None) -> str:
+    return (f"the Python workers of the Spark Connect server at {remote}"
+            if remote is not None else "Spark's Python workers")
+
+
 def said_in_one_line(exc: BaseException, engine_work: str,
                      remote: str | None) -> tuple[str, bool] | None:
     """A Spark failure in one line, and whether it is a mistake in the input (an archive the
@@ -163,11 +228,15 @@ def said_in_one_line(exc: BaseException, engine_work: str,
         return None
     missing = lacks_filtex(exc)
     if missing is not None:
-        workers = (f"the Python workers of the Spark Connect server at {remote}"
-                   if remote is not None else "Spark's Python workers")
-        return (f"{workers} cannot import {missing}, which evaluates {engine_work}: pip "
-                f"install filtex-proton there, into the Python {_python()} they run "
+        return (f"{_workers(remote)} cannot import {missing}, which evaluates {engine_work}: "
+                f"pip install filtex-proton there, into the Python {_python()} they run "
                 "(PYSPARK_PYTHON where the workers run)", False)
+    versions = other_python(exc)
+    if versions is not None:
+        return (f"{_workers(remote)} run Python {versions[0]}, this is Python {versions[1]}, "
+                f"and they cannot run its UDFs, which evaluate {engine_work}: point "
+                f"PYSPARK_PYTHON where the workers run at a Python {versions[1]} with "
+                f"filtex-proton, or run filtex-spark under Python {versions[0]}", False)
     if remote is None:
         return None
     if exc.getCondition() == "PATH_NOT_FOUND":
@@ -204,7 +273,10 @@ def server_report(session: SparkSession, remote: str, engine_work: str) -> tuple
     try:
         said = str(session.range(1).select(probe(F.col("id"))).collect()[0][0])
     except PySparkException as exc:
-        said = f"its Python workers cannot run a UDF of Python {_python()}: {_details(exc)}"
+        versions = other_python(exc)
+        said = (f"its Python workers run Python {versions[0]}, which cannot run a UDF of "
+                f"Python {versions[1]}" if versions is not None else
+                f"its Python workers cannot run a UDF of Python {_python()}: {_details(exc)}")
     else:
         said = f"its Python workers run {said}"
         if "without filtex_proton" not in said:

@@ -4,9 +4,10 @@ run (started on first use), and a corpus archive with its answers.
 Spark tests skip (with the reason) where PySpark or Java is missing; CI installs
 both (the ``spark`` extra is part of ``test``), so there they run.
 
-PySpark serves one kind of session per process: while ``SPARK_CONNECT_MODE_ENABLED`` is set
-(making a Connect session sets it), ``pyspark.sql.functions`` builds Connect columns. Each
-test starts with it unset; the tests on the Connect session set it for their own duration.
+PySpark serves one kind of session per process: while its mode switch is set
+(``filtex_proton.spark.connect.CONNECT_MODE``; making a Connect session sets it),
+``pyspark.sql.functions`` builds Connect columns. Each test starts with it unset; the tests on
+the Connect session set it for their own duration.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import pytest
 from filtex_proton.amqp import DecodeError
 from filtex_proton.amqp.message import RawMessageView
 from filtex_proton.filterset import FilterSet, decode_filter_set
+from filtex_proton.spark.connect import CONNECT_MODE
 
 from .corpus import filter_sets, messages
 from .sink import free_port
@@ -36,7 +38,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 ROOT = Path(__file__).resolve().parents[3]
-CONNECT_MODE = "SPARK_CONNECT_MODE_ENABLED"
 ADDRESSES = ["orders", "a/b:c=d%", "ü😀 x", "123"]
 BASE_ARRIVAL = 1_700_000_000_000
 CORPUS_SIZE = 3000
@@ -156,7 +157,7 @@ _STARTED: list[tuple[subprocess.Popen[bytes], Path]] = []
 def pytest_collection_finish(session: pytest.Session) -> None:
     """When collected tests use the Spark Connect server, it starts now, in the background:
     its JVM starts (some 15 s) while the tests before them run."""
-    if spark_unavailable() is None and any(_USE_THE_SERVER & set(item.fixturenames)
+    if spark_unavailable() is None and any(_USE_THE_SERVER & set(getattr(item, "fixturenames", ()))
                                            for item in session.items):
         log = Path(tempfile.mkdtemp(prefix="filtex-connect-tests-")) / "server.log"
         _STARTED.append((_start_connect_server(log), log))
@@ -227,6 +228,38 @@ exec "{sys.executable}" "$@"
 """)
     script.chmod(0o755)
     return str(script)
+
+
+@dataclass(frozen=True)
+class OtherPython:
+    executable: str
+    version: str
+    """Its minor version, as ``3.12``."""
+
+
+def _minor_version(executable: str) -> str | None:
+    try:
+        said = subprocess.run([executable, "-c", "import sys; print(*sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=30, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return ".".join(said.split())
+
+
+@pytest.fixture(scope="session")
+def other_python() -> OtherPython:
+    """A Python of another minor version than this one (python3.N on PATH, or one of pyenv's),
+    the nearest first: Spark's workers under it cannot run this Python's UDFs."""
+    mine = sys.version_info[1]
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv"), "versions")
+    for minor in sorted((m for m in range(9, 15) if m != mine), key=lambda m: abs(m - mine)):
+        version = f"3.{minor}"
+        candidates = [shutil.which(f"python{version}"),
+                      *map(str, sorted(pyenv.glob(f"{version}.*/bin/python{version}")))]
+        for candidate in filter(None, candidates):
+            if _minor_version(candidate) == version:
+                return OtherPython(candidate, version)
+    pytest.skip(f"no Python 3.9-3.14 other than 3.{mine} here (python3.N on PATH or pyenv's)")
 
 
 @dataclass

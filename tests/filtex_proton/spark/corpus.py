@@ -14,7 +14,7 @@ import random
 import uuid
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from proton import (
     UNDESCRIBED,
@@ -113,7 +113,7 @@ def compound(rng: random.Random, depth: int = 0) -> Any:
     if choice == 1:
         return [value(rng, depth + 1) for _ in range(rng.randrange(4))]
     if choice == 2:
-        return Array(UNDESCRIBED, Data.INT,
+        return Array(cast(Any, UNDESCRIBED), Data.INT,
                      *[int32(rng.randrange(-5, 6)) for _ in range(rng.randrange(4))])
     return Described(symbol("acme:thing"), value(rng, depth + 1))
 

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from proton import Condition, Delivery
+from proton import Condition, Delivery, Handler
 from proton.handlers import MessagingHandler
 from proton.reactor import Container
 
@@ -84,8 +84,9 @@ def stop_sink(container: Container, thread: threading.Thread, sink: Sink) -> Non
     thread.join(10)
 
 
-class _Call:
+class _Call(Handler):
     def __init__(self, function: Callable[[], None]) -> None:
+        super().__init__()
         self.function = function
 
     def on_timer_task(self, event: Any) -> None:

@@ -23,7 +23,7 @@ from filtex_proton.filterset import decode_filter_set
 from filtex_proton.spark.cli import main
 
 from .cli_support import FILTER, expected_bytes, run
-from .conftest import Corpus, engine_matches, spark_unavailable
+from .conftest import Corpus, OtherPython, engine_matches, spark_unavailable
 from .sink import Sink, fetch_raw, free_port, run_sink, stop_sink
 
 if TYPE_CHECKING:
@@ -130,21 +130,34 @@ def test_an_archive_from_a_newer_schema_version_is_refused(
     assert "schema version 99, newer than" in capsys.readouterr().err
 
 
-def test_workers_without_filtex_proton_are_said_in_one_line(
-        spark: SparkSession, corpus: Corpus, python_without_filtex: str,
+@pytest.mark.parametrize("workers", ["without filtex_proton", "of another Python"])
+def test_what_the_workers_lack_is_said_in_one_line(
+        spark: SparkSession, corpus: Corpus, workers: str, request: pytest.FixtureRequest,
         capsys: pytest.CaptureFixture[str]) -> None:
-    """Spark's Python workers without filtex_proton (a cluster's, say): the filter the engine
-    evaluates is named, and what to install."""
-    spark.conf.set("spark.sql.execution.pyspark.python", python_without_filtex)
+    """Spark's Python workers (a cluster's, say) without filtex_proton, or under another minor
+    version of Python: the filter the engine evaluates is named, and what to do about it."""
+    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if workers == "of another Python":
+        other: OtherPython = request.getfixturevalue("other_python")
+        python = other.executable
+        said = (f"run Python {other.version}, this is Python {mine}, and they cannot run its "
+                "UDFs, which evaluate filter 'sql' (amqp:sql-filter): point PYSPARK_PYTHON "
+                f"where the workers run at a Python {mine} with filtex-proton, or run "
+                f"filtex-spark under Python {other.version}")
+    else:
+        python = request.getfixturevalue("python_without_filtex")
+        said = ("cannot import filtex_proton, which evaluates filter 'sql' (amqp:sql-filter): "
+                f"pip install filtex-proton there, into the Python {mine} they run "
+                "(PYSPARK_PYTHON where the workers run)")
+    spark.conf.set("spark.sql.execution.pyspark.python", python)
     try:
         status, _ = run(["select", "--archive", str(corpus.directory), "--filter", FILTER,
                          "--count", "--path", "udf"])
     finally:
         spark.conf.unset("spark.sql.execution.pyspark.python")
     assert status == 1
-    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
-        "filtex-spark: Spark's Python workers cannot import filtex_proton, which evaluates "
-        "filter 'sql' (amqp:sql-filter): pip install filtex-proton there")
+    assert capsys.readouterr().err.strip().splitlines()[-1] == \
+        f"filtex-spark: Spark's Python workers {said}"
 
 
 def test_select_shows_matches_as_typed_json(spark: SparkSession, corpus: Corpus) -> None:

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from filtex_proton.spark.connect import CONNECT_MODE
+
 from .cli_support import FILTER, expected_bytes, run
-from .conftest import CONNECT_MODE, ConnectServer, Corpus, connect_columns
+from .conftest import ConnectServer, Corpus, OtherPython, connect_columns
 from .listening import run_watching
 from .sink import Sink, free_port, run_sink, stop_sink
 
@@ -86,6 +88,48 @@ def test_workers_without_filtex_proton(connect_server: ConnectServer, corpus: Co
         " cannot import filtex_proton, which evaluates filter 'sql' (amqp:sql-filter): pip "
         f"install filtex-proton there, into the Python {sys.version_info[0]}."
         f"{sys.version_info[1]} they run (PYSPARK_PYTHON where the workers run)")
+
+
+def test_workers_of_another_python(connect_server: ConnectServer, corpus: Corpus,
+                                   other_python: OtherPython) -> None:
+    """Workers under another minor version of Python cannot run this one's UDFs: one line
+    naming both versions and the two ways out; ``explain --remote`` finds it out first."""
+    mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    setting = f"spark.sql.execution.pyspark.python={other_python.executable}"
+    status, _, err = filtex_spark(
+        "select", "--remote", connect_server.url, "--conf", setting, "--archive",
+        str(corpus.directory), "--filter", UNTRANSLATED, "--count")
+    assert status == 1 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == (
+        f"filtex-spark: the Python workers of the Spark Connect server at {connect_server.url}"
+        f" run Python {other_python.version}, this is Python {mine}, and they cannot run its "
+        "UDFs, which evaluate filter 'sql' (amqp:sql-filter): point PYSPARK_PYTHON where the "
+        f"workers run at a Python {mine} with filtex-proton, or run filtex-spark under Python "
+        f"{other_python.version}")
+    status, out, err = filtex_spark("explain", "--remote", connect_server.url, "--conf",
+                                    setting, "--filter", UNTRANSLATED)
+    assert status == 1, err
+    assert (f"its Python workers run Python {other_python.version}, which cannot run a UDF of "
+            f"Python {mine}") in out
+
+
+def test_another_pyspark_is_said_in_one_line(connect_server: ConnectServer,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """What --remote relies on in PySpark's Connect client is checked before a session is
+    made: a PySpark without it is named in one line, and the mode switch is left as found."""
+    from pyspark.sql.connect.client import SparkConnectClient
+
+    from filtex_proton.spark.connect import ConnectError, connect_session, internals_problems
+
+    assert internals_problems() == []
+    assert CONNECT_MODE not in os.environ
+    monkeypatch.delattr(SparkConnectClient, "set_retry_policies")
+    assert internals_problems() == ["SparkConnectClient.set_retry_policies"]
+    assert CONNECT_MODE not in os.environ
+    with pytest.raises(ConnectError, match=r"^the Spark Connect client of PySpark \S+ lacks "
+                       r"what --remote uses: SparkConnectClient.set_retry_policies \(PySpark "
+                       r"4.0 or later"):
+        connect_session(connect_server.url)
 
 
 def test_what_workers_without_filtex_proton_still_do(

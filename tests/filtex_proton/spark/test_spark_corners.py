@@ -180,6 +180,6 @@ def test_apply_filter_on_corners(corners: tuple[DataFrame, list[bytes], int]) ->
         want = [i for i, message in enumerate(data)
                 if engine_matches(decode_filter_set({"f": described}), message)]
         for path in ("column", "udf"):
-            result = apply_filter(df, {"f": described}, path=path, now_ms=NOW)  # type: ignore[arg-type]
+            result = apply_filter(df, {"f": described}, path=path, now_ms=NOW)
             got = sorted(row["sequence"] - start for row in result.select("sequence").collect())
             assert got == want, (described, path)

@@ -148,7 +148,7 @@ def test_udf_path_equals_the_engine_on_every_row(
         return pa.array([list(row) for row in zip(*columns, strict=True)],
                         pa.list_(pa.bool_()))
 
-    udf = F.arrow_udf(answer_all, ArrayType(BooleanType()))  # type: ignore[call-overload]
+    udf = F.arrow_udf(answer_all, ArrayType(BooleanType()))  # type: ignore[attr-defined]
     start = first_sequence(any_archive_df)
     rows = sorted((row["sequence"] - start, row["answers"]) for row in
                   any_archive_df.select("sequence", udf(F.col("raw")).alias("answers")).collect())

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -434,6 +435,11 @@ def test_reindex_migrates_to_merged_buckets_and_back(spark: SparkSession, tmp_pa
 
 # ----------------------------------------------------------------------------- files chosen first
 
+def _of_address_since(path: Path, directory: str, day: str) -> bool:
+    """Whether a segment file is under this address's directory, on ``day`` or later."""
+    return path.parent.parent.parent.name == directory and path.parent.parent.name >= day
+
+
 def _damage(directory: Path, keep: Callable[[Path], bool]) -> list[Path]:
     """Every segment file ``keep`` rejects replaced by bytes no reader can take (not even its
     footer): reading one, Spark or the version check, fails."""
@@ -506,8 +512,8 @@ def test_select_archive_opens_only_the_days_and_addresses_asked_for(
     for address in ADDRESSES:
         damaged = tmp_path / f"damaged-{ADDRESSES.index(address)}"
         shutil.copytree(corpus.directory, damaged)
-        assert _damage(damaged, lambda path, a=address: path.parent.parent.parent.name
-                       == address_directory(a) and path.parent.parent.name >= f"date={days[-1]}")
+        assert _damage(damaged, partial(_of_address_since, directory=address_directory(address),
+                                        day=f"date={days[-1]}"))
         for described in (_sql("p.subject = 'order.created'"), {}):
             df = read_archive(spark, corpus.directory, [address], since=days[-1])
             want = sorted(bytes(r["raw"]) for r in

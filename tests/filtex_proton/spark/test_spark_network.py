@@ -28,7 +28,9 @@ def test_the_session_helper_listens_on_loopback_only(spark: SparkSession) -> Non
     conf = spark.sparkContext.getConf()
     assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
     assert conf.get("spark.driver.host") == "127.0.0.1"
-    jvm = spark.sparkContext._gateway.proc.pid  # type: ignore[attr-defined]
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+    jvm = gateway.proc.pid
     sockets = listening(descendants(jvm))
     assert sockets, "the JVM listens on nothing? (the driver's RPC endpoint is missing)"
     assert beyond_loopback(sockets) == set()
