@@ -20,6 +20,7 @@ messages that passed the door check).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -38,6 +39,7 @@ _FIRST_ACQUIRER: Final = 3
 _DELIVERY_COUNT: Final = 4
 _ABSOLUTE_EXPIRY_TIME: Final = 8  # of the properties' 13 fields
 _UINT_MAX: Final = 0xFFFFFFFF
+_U32: Final = struct.Struct(">I")
 
 _Change = Callable[[list[Any]], bool]
 """Changes a section's fields in place; says whether it changed any."""
@@ -83,12 +85,52 @@ def bump_delivery_count(data: bytes) -> bytes:
     return _rewritten(data, Section.HEADER, _one_more_attempt, header_if_none=True)
 
 
+_FIXED_WIDTH: Final = {0x40: 1, 0x41: 1, 0x42: 1, 0x56: 2, 0x50: 2}
+"""Bytes taken by a header's durable or priority as clients encode them: null, true, false,
+a boolean or a ubyte."""
+_TTL_WIDTH: Final = {0x70: 4, 0x52: 1}
+"""The bytes of a ttl's value after its constructor: uint, smalluint."""
+
+
+def _ttl_in_place(data: bytes) -> tuple[int, int] | None:
+    """Where the header's ttl value lies (offset, width), when the header is a list8 or
+    list32 whose first two fields and ttl are in the encodings clients use; else ``None``."""
+    if not data.startswith(_HEADER):
+        return None
+    try:
+        shape = data[3]
+        if shape == 0xC0:
+            count, at = data[5], 6
+        elif shape == 0xD0:
+            count, at = _U32.unpack_from(data, 8)[0], 12
+        else:
+            return None
+        fixed = _FIXED_WIDTH.get
+        if count < 3 or (width := fixed(data[at])) is None \
+                or (second := fixed(data[at + width])) is None:
+            return None
+        at += width + second
+        width = _TTL_WIDTH.get(data[at], 0)
+    except (IndexError, struct.error):
+        return None
+    return (at + 1, width) if width and at + 1 + width <= len(data) else None
+
+
 def with_ttl_left(data: bytes, expires_ms: int, now_ms: int) -> bytes:
     """The message as forwarded at ``now_ms``: a header ttl reduced to what is left until
     ``expires_ms`` (its expiry here, ttl or absolute-expiry-time, whichever came first), at
     least 1 ms (a ttl of 0 would mean "never"); ``data`` itself when it has no ttl (or an
-    unreadable one) or nothing is to reduce."""
+    unreadable one) or nothing is to reduce. The common encodings are patched in place (a
+    smaller number in the same bytes), the others re-encoded."""
     left = max(1, min(expires_ms - now_ms, _UINT_MAX))
+    place = _ttl_in_place(data)
+    if place is not None:
+        at, width = place
+        ttl = _U32.unpack_from(data, at)[0] if width == 4 else data[at]
+        if not 0 < left < ttl:
+            return data
+        value = _U32.pack(left) if width == 4 else bytes((left,))
+        return data[:at] + value + data[at + width :]
 
     def reduce(fields: list[Any]) -> bool:
         ttl = fields[_TTL]

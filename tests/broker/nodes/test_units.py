@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from proton import uint
+from proton import Message, uint
 
 from filtex_broker.config import BrokerConfig, ConfigError, load_config, parse_listen
 from filtex_broker.nodes.node import NodeLimits
@@ -210,6 +210,44 @@ def test_the_ttl_is_forwarded_as_it_is(header: dict[str, Any] | None, expires: i
                                        why: str) -> None:
     data = encode_message(header=header, body="b") if header else encode_message(body="b")
     assert with_ttl_left(data, expires_ms=expires, now_ms=0) is data, why
+
+
+def _header_list32(*fields: bytes) -> bytes:
+    body = len(fields).to_bytes(4, "big") + b"".join(fields)
+    return b"\x00\x53\x70\xd0" + len(body).to_bytes(4, "big") + body
+
+
+_AMQP_VALUE = encode_message(body="b")
+"""A message of an amqp-value body alone, to put after a header made by hand."""
+
+
+@pytest.mark.parametrize(("data", "ttl"), [
+    (Message(body="b", ttl=60.0, durable=True, priority=7).encode(), 60_000),  # uint
+    (Message(body="b", ttl=0.2).encode(), 200),  # smalluint
+    (encode_message(header={"durable": False, "ttl": 70_000}, body="b"), 70_000),
+    (_header_list32(b"\x56\x01", b"\x50\x07", b"\x70" + (90_000).to_bytes(4, "big"))
+     + _AMQP_VALUE, 90_000),  # list32, boolean and ubyte
+    (_header_list32(b"\x40", b"\x40", b"\x80" + (90_000).to_bytes(8, "big")) + _AMQP_VALUE,
+     90_000),  # a ulong where a uint belongs: re-encoded
+    (_header_list32(b"\x40", b"\x40", b"\xa1\x02" + b"90") + _AMQP_VALUE,
+     None),  # a string: not a ttl (the broker ignores it for expiry too)
+    (encode_message(header={"ttl": 80_000, "delivery-count": 3},
+                    delivery_annotations={"x": 1}, body="b"), 80_000),
+])
+def test_the_ttl_left_in_every_encoding(data: bytes, ttl: int | None) -> None:
+    """Patched in place where clients' encodings allow (the same bytes, a smaller number),
+    re-encoded otherwise: the same message either way, but for the ttl."""
+    reduced = with_ttl_left(data, expires_ms=10_000 + 150, now_ms=10_000)
+    if ttl is None:
+        assert reduced is data
+        return
+    assert _header(reduced)["ttl"] == 150
+    before, after = RawMessageView(data), RawMessageView(reduced)
+    for section in Section:
+        if section is not Section.HEADER:
+            assert after.section(section) == before.section(section), section
+    assert {k: v for k, v in _header(reduced).items() if k != "ttl"} == \
+        {k: v for k, v in _header(data).items() if k != "ttl"}
 
 
 def test_the_ttl_left_is_never_zero() -> None:
