@@ -71,12 +71,23 @@ def _millis(value: Any) -> int | None:
     return min(int(value), LATEST_MS)
 
 
+def _positive(value: Any) -> int | None:
+    """A positive int number of ms; None for 0 (no expiry), a negative, or not an int."""
+    if isinstance(value, int) and value > 0 and not isinstance(value, bool):
+        return int(value)
+    return None
+
+
 def _expiry(ttl: Any, absolute: Any, arrival_ms: int) -> int | None:
-    ttl, absolute = _millis(ttl), _millis(absolute)
-    found = [when for when in (arrival_ms + ttl if ttl is not None and ttl > 0 else None,
-                               absolute if absolute is not None and absolute > 0 else None)
-             if when is not None]
-    return min(*found, LATEST_MS) if found else None
+    """The earlier of arrival + ttl and absolute-expiry-time, at most :data:`LATEST_MS`
+    (straight-line: every message with a ttl passes here)."""
+    after, at = _positive(ttl), _positive(absolute)
+    if after is None:
+        return None if at is None else min(at, LATEST_MS)
+    when = arrival_ms + after
+    if at is not None and at < when:
+        when = at
+    return min(when, LATEST_MS)
 
 
 def _visible(annotations: Mapping[Any, Any], arrival_ms: int) -> int | None:
@@ -133,8 +144,11 @@ def lifetime_of(message: FilterMessage, arrival_ms: int | None = None) -> Lifeti
     if annotations and DEAD_LETTER_REASON in annotations:
         return _BY_PRIORITY[_priority(priority)]
     at = now_ms() if arrival_ms is None else arrival_ms
-    return _shared(Lifetime(_expiry(ttl, absolute, at),
-                            _visible(annotations, at) if scheduled else None, _priority(priority)))
+    expires = _expiry(ttl, absolute, at)
+    visible = _visible(annotations, at) if scheduled else None
+    if expires is None and visible is None:
+        return _BY_PRIORITY[_priority(priority)]
+    return Lifetime(expires, visible, _priority(priority))
 
 
 def dead_letter_lifetime(lifetime: Lifetime) -> Lifetime:
