@@ -3,7 +3,7 @@
 The consumer mirrors the link's credit in a Python int (set from the link on
 every flow, decremented on every send) so that dispatch never has to ask
 Proton. Messages go out as the bytes that arrived; only a message with a ttl that expires
-here has its header re-encoded, with the ttl left (``rewrites.with_ttl_left``). Outcomes
+here has its header rewritten, with the ttl left (``rewrites.with_ttl_left``). Outcomes
 decide a message's fate: accepted → gone; rejected → dead-letter node; released → back in
 place; modified → back in place, delivery-count incremented if delivery-failed, never
 again to this consumer if undeliverable-here. Whatever is still unsettled when

@@ -88,32 +88,43 @@ def bump_delivery_count(data: bytes) -> bytes:
 _FIXED_WIDTH: Final = {0x40: 1, 0x41: 1, 0x42: 1, 0x56: 2, 0x50: 2}
 """Bytes taken by a header's durable or priority as clients encode them: null, true, false,
 a boolean or a ubyte."""
-_TTL_WIDTH: Final = {0x70: 4, 0x52: 1}
-"""The bytes of a ttl's value after its constructor: uint, smalluint."""
+_TTL_WIDTH: Final = {0x70: 4, 0x52: 1, 0x40: 0, 0x43: 0}
+"""The bytes of a ttl's value after its constructor: uint, smalluint; 0 for none to reduce
+(null, uint0)."""
+_NO_TTL_HERE: Final = (0, 0)
+"""What :func:`_ttl_in_place` says of a message with no ttl to reduce."""
+_SMALL_DESCRIPTOR: Final = b"\x00\x53"
 
 
 def _ttl_in_place(data: bytes) -> tuple[int, int] | None:
-    """Where the header's ttl value lies (offset, width), when the header is a list8 or
-    list32 whose first two fields and ttl are in the encodings clients use; else ``None``."""
+    """Where the header's ttl value lies (offset, width; width 0: there is no ttl to reduce,
+    no header included), when the message starts as clients encode it (a numeric descriptor;
+    a list8 or list32 header whose durable and priority are null, booleans or ubytes); else
+    ``None``, for the general path."""
     if not data.startswith(_HEADER):
-        return None
+        return _NO_TTL_HERE if data.startswith(_SMALL_DESCRIPTOR) else None
     try:
         shape = data[3]
         if shape == 0xC0:
             count, at = data[5], 6
         elif shape == 0xD0:
             count, at = _U32.unpack_from(data, 8)[0], 12
+        elif shape == 0x45:  # list0: an empty header
+            return _NO_TTL_HERE
         else:
             return None
+        if count < 3:
+            return _NO_TTL_HERE
         fixed = _FIXED_WIDTH.get
-        if count < 3 or (width := fixed(data[at])) is None \
-                or (second := fixed(data[at + width])) is None:
+        if (width := fixed(data[at])) is None or (second := fixed(data[at + width])) is None:
             return None
         at += width + second
-        width = _TTL_WIDTH.get(data[at], 0)
+        width = _TTL_WIDTH.get(data[at], -1)
     except (IndexError, struct.error):
         return None
-    return (at + 1, width) if width and at + 1 + width <= len(data) else None
+    if width == 0:
+        return _NO_TTL_HERE
+    return (at + 1, width) if width > 0 and at + 1 + width <= len(data) else None
 
 
 def with_ttl_left(data: bytes, expires_ms: int, now_ms: int) -> bytes:
@@ -126,6 +137,8 @@ def with_ttl_left(data: bytes, expires_ms: int, now_ms: int) -> bytes:
     place = _ttl_in_place(data)
     if place is not None:
         at, width = place
+        if not width:
+            return data
         ttl = _U32.unpack_from(data, at)[0] if width == 4 else data[at]
         if not 0 < left < ttl:
             return data

@@ -205,6 +205,8 @@ def test_the_ttl_left_replaces_the_ttl_forwarded() -> None:
     ({"priority": 7}, 5_000, "no ttl: the expiry is absolute-expiry-time's"),
     ({"ttl": 3_000}, 5_000, "more left than the ttl (the clock went back): kept"),
     ({"ttl": 1_000}, 1_000, "nothing spent yet"),
+    ({"ttl": 0}, 5_000, "a ttl of 0: no expiry by ttl (uint0)"),
+    ({"durable": True, "priority": 1}, 5_000, "a header of two fields"),
 ])
 def test_the_ttl_is_forwarded_as_it_is(header: dict[str, Any] | None, expires: int,
                                        why: str) -> None:
@@ -248,6 +250,11 @@ def test_the_ttl_left_in_every_encoding(data: bytes, ttl: int | None) -> None:
             assert after.section(section) == before.section(section), section
     assert {k: v for k, v in _header(reduced).items() if k != "ttl"} == \
         {k: v for k, v in _header(data).items() if k != "ttl"}
+
+
+def test_an_empty_header_has_no_ttl_to_reduce() -> None:
+    data = b"\x00\x53\x70\x45" + _AMQP_VALUE  # list0
+    assert with_ttl_left(data, expires_ms=5_000, now_ms=0) is data
 
 
 def test_the_ttl_left_is_never_zero() -> None:
