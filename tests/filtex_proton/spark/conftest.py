@@ -135,9 +135,15 @@ SERVER_SETTINGS = {
 }
 
 
+def fresh_environ() -> dict[str, str]:
+    """This process's environment without what its Connect sessions leave in it (a Spark
+    Connect URL, PySpark's mode switch): a process started with it begins as a user's does."""
+    return {key: value for key, value in os.environ.items()
+            if key not in ("SPARK_REMOTE", CONNECT_MODE)}
+
+
 def _start_connect_server(log: Path) -> subprocess.Popen[bytes]:
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("SPARK_REMOTE", CONNECT_MODE)}
+    env = fresh_environ()
     env.update(SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=sys.executable,
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
     settings = {**SERVER_SETTINGS, "spark.connect.grpc.binding.port": str(free_port())}

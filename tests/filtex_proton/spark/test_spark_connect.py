@@ -22,7 +22,7 @@ import pytest
 from filtex_proton.spark.connect import CONNECT_MODE
 
 from .cli_support import FILTER, expected_bytes, run
-from .conftest import ConnectServer, Corpus, OtherPython, connect_columns
+from .conftest import ConnectServer, Corpus, OtherPython, connect_columns, fresh_environ
 from .listening import run_watching
 from .sink import Sink, free_port, run_sink, stop_sink
 
@@ -35,9 +35,9 @@ UNTRANSLATED = "a + 1 > 2"  # arithmetic: evaluated by the engine
 def filtex_spark(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """A fresh ``filtex-spark`` process: status, stdout, stderr. It must start no JVM and
     listen on nothing."""
-    clean = {k: v for k, v in os.environ.items() if k not in ("SPARK_REMOTE", CONNECT_MODE)}
     result, sockets, names = run_watching(
-        [str(Path(sys.executable).parent / "filtex-spark"), *argv], {**clean, **(env or {})})
+        [str(Path(sys.executable).parent / "filtex-spark"), *argv],
+        {**fresh_environ(), **(env or {})})
     assert "java" not in names, names
     assert sockets == set()
     return result.returncode, result.stdout, result.stderr
