@@ -126,13 +126,14 @@ class RelayConsumer:
 
     # -- upstream link ---------------------------------------------------------------
 
-    def open_upstream(self, connection: Connection, shared: Session, pushdown: bool) -> None:
+    def open_upstream(self, connection: Connection, shared: Session, pushdown: bool,
+                      name: str) -> None:
         # A session of its own: ending it is the one way to make RabbitMQ give back
         # everything the link had taken (see detach).
         session = connection.session()
         session.open()
         self.up_session = session
-        up = session.receiver(self.durable_as or f"{self.name}@relay")
+        up = session.receiver(name)
         if self.dynamic:
             up.source.dynamic = True
         elif self.lookup:

@@ -84,8 +84,9 @@ class RelayProducer(Producer):
         self.inflight: dict[Any, tuple[bytes, Any]] = {}
         """Upstream delivery -> (data, downstream delivery), awaiting the upstream's outcome."""
 
-    def open_upstream(self, connection: Connection, session: Session, pushdown: bool) -> None:
-        up = session.sender(f"{self.name}@relay")
+    def open_upstream(self, connection: Connection, session: Session, pushdown: bool,
+                      name: str) -> None:
+        up = session.sender(name)
         if self.dynamic:
             up.target.dynamic = True
         elif self.address is not None:  # else anonymous: each message goes to its own ``to``

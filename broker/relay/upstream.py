@@ -109,6 +109,7 @@ from filtex_broker.relay.common import (
 from filtex_broker.relay.connect import connect_options
 from filtex_broker.relay.consumers import RelayConsumer
 from filtex_broker.relay.deadlines import AttachDeadlines
+from filtex_broker.relay.link_names import UpstreamLinkNames
 from filtex_broker.relay.origin import OriginStamp
 from filtex_broker.relay.producers import RelayProducer
 from filtex_broker.relay.session_ends import SessionEnds
@@ -171,6 +172,8 @@ class Upstream(Handler):
         """Dynamic attaches sent upstream and not answered yet, with their deadline."""
         self.ends = SessionEnds(self.schedule, self._open_waited)
         """Sessions of detached links being ended, and the consumers waiting for them."""
+        self.names = UpstreamLinkNames(self.schedule, self._open_named)
+        """The upstream links by name, and the durable subscriptions waiting for theirs."""
         self.backoff = BACKOFF_MIN
         self.stopping = False
         self.idle_losses = 0
@@ -267,6 +270,7 @@ class Upstream(Handler):
             self._link_closed(event.link)
 
     def _link_closed(self, link: Link) -> None:
+        self.names.link_closed(link)
         owner = self._owner_of(link)
         condition = link.remote_condition
         if owner is not None and self._selector_refused(owner, condition):
@@ -334,6 +338,7 @@ class Upstream(Handler):
         self.producer_connection = None
         self.session = None
         self.ends.clear()
+        self.names.clear()
         self.ready = False
         for link in list(self.links):
             if link.up is not None:
@@ -351,6 +356,7 @@ class Upstream(Handler):
 
     def end_session(self, session: Session) -> None:
         """End a link's session (:mod:`filtex_broker.relay.session_ends`)."""
+        self.names.session_ending(session)
         self.ends.end(session)
 
     def on_session_remote_open(self, event: Event) -> None:
@@ -363,6 +369,7 @@ class Upstream(Handler):
             return
         if not self.ends.answered(session) and self._current(session.connection):
             self._session_taken(session)
+        self.names.session_ended(session)
         if session.state & Endpoint.LOCAL_ACTIVE:
             session.close()
         session.free()
@@ -411,12 +418,15 @@ class Upstream(Handler):
         if self._open(relay_link) and isinstance(relay_link, RelayConsumer):
             self.sharing.offer_held(relay_link, self.links)
 
-    def _open_waited(self, consumer: RelayConsumer) -> None:
-        """Open the upstream side of a consumer that waited for session ends, if it still
-        needs one."""
+    def _open_waited(self, consumer: RelayConsumer, *, wait: bool = False) -> None:
+        """Open the upstream side of a consumer that waited for session ends (``wait``: or
+        for its link's name, and then for session ends too), if it still needs one."""
         if consumer in self.links and consumer.up is None and not consumer.closed \
-                and self._open(consumer, wait=False):
+                and self._open(consumer, wait=wait):
             self.sharing.offer_held(consumer, self.links)
+
+    def _open_named(self, consumer: RelayConsumer) -> None:
+        self._open_waited(consumer, wait=True)
 
     def _open(self, relay_link: RelayLink, *, wait: bool = True) -> bool:
         """Open the upstream side of a link, unless the upstream cannot serve it (or, ``wait``,
@@ -431,15 +441,25 @@ class Upstream(Handler):
         if reason is not None:
             relay_link.upstream_closed(Condition(NOT_IMPLEMENTED, reason))
             return False
+        if isinstance(relay_link, RelayConsumer) and relay_link.durable_as is not None:
+            name = relay_link.durable_as  # it names the subscription upstream
+            if self.names.must_wait(relay_link, name):
+                return False
+        else:
+            name = self.names.free_name(f"{relay_link.name}@relay")
         if wait and isinstance(relay_link, RelayConsumer) \
                 and self.ends.hold(relay_link, self.product):
             return False
         if isinstance(relay_link, RelayConsumer):
             pushed = self.pushdown and not self._topic_quirk(relay_link)
             self._say_pushdown(relay_link, pushed)
-            relay_link.open_upstream(self.connection, self.session, pushed)
+            relay_link.open_upstream(self.connection, self.session, pushed, name)
         elif self.producer_connection is not None:
-            relay_link.open_upstream(self.producer_connection, self.session, self.pushdown)
+            relay_link.open_upstream(self.producer_connection, self.session, self.pushdown,
+                                     name)
+        if relay_link.up is not None:
+            self.names.hold(relay_link.up, until_session_ends=isinstance(relay_link,
+                                                                         RelayConsumer))
         return True
 
     def _say_pushdown(self, consumer: RelayConsumer, pushed: bool) -> None:
@@ -502,6 +522,7 @@ class Upstream(Handler):
         self.deadlines.answered(relay_link)
         if isinstance(relay_link, RelayConsumer):
             self.ends.forget(relay_link)
+            self.names.forget(relay_link)
             self.sharing.unindex(relay_link)
 
     # -- attaching downstream links --------------------------------------------------------

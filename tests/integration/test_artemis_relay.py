@@ -22,7 +22,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from proton import Condition, Described, Message
+from proton import Condition, Described, Event, Message, Terminus
+from proton.handlers import MessagingHandler
+from proton.reactor import Container
 from proton.utils import BlockingConnection, BlockingReceiver, LinkDetached
 
 from upstreams.artemis import Artemis
@@ -104,6 +106,33 @@ def test_a_filtered_consumer_gets_exactly_its_matches_and_the_rest_stays_on_arte
         assert browse(downstream, queue) == [0, 1, 2, 4, 6]
     downstream.close()
     assert drain(receiver(direct, queue, credit=20, options=[QUEUE])) == [0, 1, 2, 4, 6]
+    _nothing_dead_lettered(direct)
+
+
+def test_clients_that_name_their_links_alike_are_each_served(
+        relays: Relays, direct: BlockingConnection) -> None:
+    """Instances of one application give their links the same names; upstream each link of
+    the relay gets a name of its own (``#2``...): Artemis took a second link of one name on a
+    connection for the first, and never answered it."""
+    relay = relays.start()
+    queue = fresh("alike")
+    instances = [connect(relay.address) for _ in range(3)]
+    senders = [conn.create_sender(queue, name="orders-out", options=[QUEUE])
+               for conn in instances]
+    for k, sender in enumerate(senders):
+        sender.send(Message(id=k, body=k, properties={"colour": "red", "n": k}))
+    readers = [receiver(conn, queue, RED, name="orders-in", credit=10, options=[QUEUE])
+               for conn in instances]
+    upstream_links(relay, 6)
+    got = sorted(body for rcv in readers for body in drain(rcv))
+    assert got == [0, 1, 2], "each sender's message kept, and read through the relay"
+    log = relay.log()
+    for name in ("orders-out@relay", "orders-in@relay"):
+        assert all(f"upstream link '{name}{suffix}' attached" in log
+                   for suffix in ("", "#2", "#3")), name
+    for conn in instances:
+        conn.close()
+    assert drain(receiver(direct, queue, credit=20, options=[QUEUE])) == []
     _nothing_dead_lettered(direct)
 
 
@@ -266,6 +295,84 @@ def test_a_durable_subscription_through_the_relay_outlives_the_client_and_the_re
     close(reds)
     conn.close()
     _nothing_dead_lettered(direct)
+
+
+class Reattach(MessagingHandler):
+    """Attaches a durable subscription, detaches it once attached and attaches it again as
+    soon as the detach is answered (in a new session), ``times`` times, as a client that
+    comes back at once does; records any refusal. (Detaching and attaching in one write is
+    no test: Proton writes a new link's attach before an old one's detach.)"""
+
+    def __init__(self, url: str, container_id: str, topic: str, times: int) -> None:
+        super().__init__(prefetch=0, auto_accept=False)
+        self.url = url
+        self.container_id = container_id
+        self.topic = topic
+        self.left = times
+        self.refusals: list[str] = []
+        self.attached = 0
+
+    def on_start(self, event: Event) -> None:
+        event.container.container_id = self.container_id
+        self.connection = event.container.connect(self.url)
+        self.timer = event.container.schedule(60.0, self)
+        self._attach()
+
+    def on_timer_task(self, event: Event) -> None:
+        self.refusals.append(f"no answer after 60 s, {self.left} attaches left")
+        self.connection.close()
+
+    def _finish(self) -> None:
+        self.timer.cancel()
+        self.connection.close()
+
+    def _attach(self) -> None:
+        session = self.connection.session()
+        session.open()
+        link = session.receiver("reds")
+        link.source.address = self.topic
+        TOPIC.apply(link)
+        Durable().apply(link)
+        link.open()
+
+    def on_link_opened(self, event: Event) -> None:
+        link = event.link
+        if link.remote_source.type == Terminus.UNSPECIFIED:
+            return  # refused: the detach with the reason follows
+        self.attached += 1
+        self.left -= 1
+        link.detach()
+
+    def on_link_remote_detach(self, event: Event) -> None:
+        if self.left > 0:
+            self._attach()
+        else:
+            self._finish()
+
+    def on_link_error(self, event: Event) -> None:
+        condition = event.link.remote_condition
+        self.refusals.append(f"{condition.name}: {condition.description}" if condition
+                             else "closed")
+        self._finish()
+
+
+def test_a_durable_subscription_detached_and_attached_again_at_once_is_never_refused(
+        relays: Relays, direct: BlockingConnection) -> None:
+    """Artemis removes a detached link's consumer only after answering the detach: the relay
+    attaches the subscription again once Artemis has ended the old link's session, where the
+    attach used to meet the old consumer now and then ("Maximum Consumer Limit Reached")."""
+    relay = relays.start()
+    topic = fresh("again")
+    reader = fresh("reader")
+    client = Reattach(relay.address, reader, topic, times=30)
+    Container(client).run()
+    assert client.refusals == [] and client.attached == 30
+    conn = connect_as(relay.address, reader)  # the subscription is there, collecting
+    reds = receiver(conn, topic, RED, name="reds", credit=20, options=[TOPIC, Durable()])
+    send(direct, topic, numbered(4), [TOPIC])
+    assert drain(reds) == [1, 3]
+    close(reds)
+    conn.close()
 
 
 def test_no_local_across_the_relay_on_a_topic(relays: Relays) -> None:
