@@ -25,7 +25,7 @@ from filtex_proton.amqp import DecodeError, RawMessageView, Section
 from filtex_proton.plugin import FilterMessage
 
 __all__ = ["COMMON", "DEAD_LETTER_REASON", "DEFAULT_PRIORITY", "Lifetime", "dead_letter_lifetime",
-           "lifetime_of", "now_ms", "recovered_lifetime"]
+           "lifetime_of", "now_ms", "recovered_lifetime", "scheduled_ms"]
 
 DEFAULT_PRIORITY: Final = 4
 _MAX_PRIORITY: Final = 9
@@ -149,6 +149,21 @@ def lifetime_of(message: FilterMessage, arrival_ms: int | None = None) -> Lifeti
     if expires is None and visible is None:
         return _BY_PRIORITY[_priority(priority)]
     return Lifetime(expires, visible, _priority(priority))
+
+
+def scheduled_ms(message: FilterMessage, arrival_ms: int | None = None) -> int | None:
+    """When ``message`` asks to be delivered first, if later than ``arrival_ms`` (now if None;
+    the result None: at once), read from its annotations alone: for a node that does not
+    schedule (a stream), which has to say so rather than deliver early. A dead letter asks for
+    nothing (as in :func:`lifetime_of`)."""
+    try:
+        annotations = message.view.section(_ANNOTATIONS)
+    except DecodeError:
+        return None
+    if not annotations or DEAD_LETTER_REASON in annotations or not (
+            _DELIVERY_TIME in annotations or _DELIVERY_DELAY in annotations):
+        return None
+    return _visible(annotations, now_ms() if arrival_ms is None else arrival_ms)
 
 
 def dead_letter_lifetime(lifetime: Lifetime) -> Lifetime:

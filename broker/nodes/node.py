@@ -17,8 +17,8 @@ if TYPE_CHECKING:
     from filtex_broker.nodes.entry import Entry
 
 __all__ = [
-    "ArchiveSink", "Durability", "Journal", "Node", "NodeLimits", "RoomToWait", "Stalled",
-    "SubscriptionJournals",
+    "ArchiveSink", "Durability", "Journal", "MessageRefusedError", "Node", "NodeLimits",
+    "RoomToWait", "Stalled", "SubscriptionJournals",
 ]
 
 
@@ -118,6 +118,16 @@ class RoomToWait:
                 producer.resume()
 
 
+class MessageRefusedError(Exception):
+    """What :meth:`Node.publish` raises for a message the node will not take, before storing
+    anything: the producer's delivery is rejected with this error condition."""
+
+    def __init__(self, condition: str, description: str) -> None:
+        super().__init__(description)
+        self.condition = condition
+        self.description = description
+
+
 class Node(RoomToWait):
     """A named place messages are sent to; subclasses decide who gets them."""
 
@@ -131,7 +141,8 @@ class Node(RoomToWait):
         """The link that created this node dynamically; the node goes when it detaches."""
 
     def publish(self, message: FilterMessage) -> None:
-        """Take in one message (the producer's delivery is accepted after this returns)."""
+        """Take in one message (the producer's delivery is accepted after this returns), or
+        raise :class:`MessageRefusedError`."""
         raise NotImplementedError
 
     def put_back(self, entry: Entry) -> None:

@@ -36,7 +36,7 @@ from filtex_broker.loop.engine import (
     lib,
     wrap_delivery,
 )
-from filtex_broker.nodes.node import ArchiveSink, Node
+from filtex_broker.nodes.node import ArchiveSink, MessageRefusedError, Node
 from filtex_broker.nodes.registry import Registry
 from filtex_proton.amqp import MISSING, Section
 from filtex_proton.plugin import FilterMessage, InvalidMessageError
@@ -225,7 +225,11 @@ class Producer:
             if not node.has_room():
                 self._settle(delivery, RELEASED)  # try again later
                 return
-        node.publish(message)
+        try:
+            node.publish(message)
+        except MessageRefusedError as refused:
+            self._settle(delivery, REJECTED, refused.condition, refused.description)
+            return
         if self.counted is not None:
             self.counted(node)
         archive = self.archive

@@ -7,11 +7,14 @@ messages its filter set does not match, and is sent a copy of each match with
 A block of a segment whose summary rules out the reader's filter (what it requires of a
 message, as the node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed
 over unread, and a message that lacks the texts the filter requires is not decoded.
-A segment whose summary rules out the reader's filter (what it requires of a message, as the
-node matcher indexes it: :func:`~filtex_proton.matcher.decompose`) is passed over unread.
 Outcomes change nothing in the log and nothing is redelivered (as RabbitMQ's streams: a consumer
 that wants a message again attaches again from its offset). A reader whose position was dropped
 by retention goes on from the oldest offset still held.
+
+A stream keeps no lifetime (ttl and priority change nothing, as on RabbitMQ's streams), but it
+does not take a message scheduled for later (``x-opt-delivery-time`` or ``-delay``): it would
+deliver it at once, and the producer, told the broker offers ``DELAYED_DELIVERY``, would never
+know. It is rejected with ``amqp:not-implemented``, saying why.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from typing import ClassVar, Final, NamedTuple, Protocol
 
 from filtex_broker.nodes.budget import MemoryBudget
 from filtex_broker.nodes.entry import Entry
-from filtex_broker.nodes.node import Durability, Node, NodeLimits
+from filtex_broker.nodes.lifetime import now_ms, scheduled_ms
+from filtex_broker.nodes.node import Durability, MessageRefusedError, Node, NodeLimits
 from filtex_broker.store.log import Store
 from filtex_broker.streams.annotate import with_offset
 from filtex_broker.streams.durable import DurableStreamLog
@@ -43,6 +47,8 @@ from filtex_proton.plugin import FilterMessage, LinkFilter, OffsetSpec
 
 __all__ = ["MAX_TRACKED", "ReadPlan", "Reader", "Stream", "StreamFigures", "StreamSettings"]
 
+NOT_IMPLEMENTED: Final = "amqp:not-implemented"
+"""The error condition of a scheduled message a stream refuses."""
 MAX_TRACKED: Final = 32
 """Fields a stream's segments summarise at most (each costs a read per message appended);
 a reader's fields beyond are not summarised, and its filter then skips fewer segments."""
@@ -167,6 +173,12 @@ class Stream(Node):
         return True  # retention makes room: a stream never stalls its producers
 
     def publish(self, message: FilterMessage) -> None:
+        due = scheduled_ms(message)
+        if due is not None:
+            raise MessageRefusedError(
+                NOT_IMPLEMENTED, f"stream {self.name!r} does not schedule: the message asks to "
+                f"be delivered {max(due - now_ms(), 1)} ms from now (x-opt-delivery-time or "
+                "x-opt-delivery-delay); send it without one, or to a queue")
         offset = self.log.append(message.data, message.origin, message)
         if self.log.readable > offset:  # in memory: readable at once
             self._tail(message, offset)

@@ -3,9 +3,9 @@
 setDeliveryDelay (the x-opt-delivery-time message annotation, §3.2.3, sent only to a peer
 whose open offers DELAYED_DELIVERY, part 2 §2.7.1) and setPriority (§3.2.1 header priority).
 
-One broker process and one JVM for the module, running the scenarios ``ttl``,
-``dead-letter-read``, ``delivery-delay`` and ``priority`` of ``java/JmsScenarios.java``;
-skipped without a JDK and Maven.
+One broker process (its addresses ``*.stream`` are streams) and one JVM for the module, running
+the scenarios ``ttl``, ``dead-letter-read``, ``delivery-delay``, ``stream-delay`` and
+``priority`` of ``java/JmsScenarios.java``; skipped without a JDK and Maven.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import pytest
 from ..broker.fault_clients import BrokerProcess
 from .jms_support import Results, run_scenarios
 
-LIFETIME = ("ttl", "dead-letter-read", "delivery-delay", "priority")
+LIFETIME = ("ttl", "dead-letter-read", "delivery-delay", "stream-delay", "priority")
 
 
 @pytest.fixture(scope="module")
 def results(jms_classpath: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Results]:
-    broker = BrokerProcess(Path(tmp_path_factory.mktemp("jms-lifetime-broker")))
+    broker = BrokerProcess(Path(tmp_path_factory.mktemp("jms-lifetime-broker")),
+                           "--stream", "*.stream")
     url = broker.start()
     try:
         yield run_scenarios(jms_classpath, url, LIFETIME)
@@ -55,6 +56,18 @@ def test_a_delivery_delay_holds_the_message_until_due(results: Results) -> None:
     assert results("delivery-delay", "early") == "-", "delivered before its delay"
     assert results("delivery-delay", "later") == "delayed"
     assert int(results("delivery-delay", "after-ms")) >= 1500 - 2  # the broker's ms, truncated
+
+
+def test_a_delivery_delay_on_a_stream_fails_the_send_with_the_reason(results: Results) -> None:
+    """A stream does not schedule: Qpid JMS's send throws the broker's rejection (it offered
+    DELAYED_DELIVERY, so the client sent the delay); nothing of that message is read."""
+    failure = results("stream-delay", "delayed")
+    assert failure.startswith("!JMSException: stream '") and "does not schedule" in failure, \
+        failure
+    assert failure.endswith("send it without one, or to a queue [condition = "
+                            "amqp:not-implemented]"), failure
+    assert results("stream-delay", "received") == "at-once"
+    assert results("stream-delay", "more") == "-"
 
 
 def test_a_consumer_takes_the_highest_priority_first(results: Results) -> None:

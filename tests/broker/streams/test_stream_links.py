@@ -18,6 +18,7 @@ from ..broker_clients import (
     filters,
     is_null_source,
     refusal_of,
+    send_raw,
     wait_for,
 )
 from .stream_clients import (
@@ -31,7 +32,7 @@ from .stream_clients import (
     stream_broker,
     stream_of,
 )
-from .stream_helpers import Clock
+from .stream_helpers import Clock, message
 
 N = 10
 
@@ -209,5 +210,40 @@ def test_a_presettled_consumer_and_an_anonymous_producer(broker_factory: BrokerF
         got = receiver.receive()
         assert (got.body, got.annotations[symbol("x-stream-offset")]) == ("a", 0)
         assert receiver.link.remote_snd_settle_mode == Link.SND_SETTLED
+    finally:
+        connection.close()
+
+
+def test_a_message_scheduled_for_later_is_rejected_not_delivered_early(
+        broker_factory: BrokerFactory) -> None:
+    """A stream does not schedule, and the broker offers DELAYED_DELIVERY: a message asking to
+    be delivered later (x-opt-delivery-delay, or an x-opt-delivery-time ahead) is rejected with
+    amqp:not-implemented saying why, not appended and read at once. A time already passed, or a
+    delay of 0, asks for nothing; the link goes on."""
+    running = stream_broker(broker_factory)
+    connection = connect(running.url)
+    try:
+        sender = connection.create_sender("events.later")
+        now = int(time.time() * 1000)
+        outcomes = []
+        for n, annotations in enumerate((
+                {"x_opt_delivery_delay": 60_000},
+                {"x_opt_delivery_time": timestamp(now + 60_000)},
+                {"x_opt_delivery_time": timestamp(now - 60_000)},
+                {"x_opt_delivery_delay": 0},
+                {})):
+            delivery = send_raw(connection, sender, message(n, **annotations))
+            outcomes.append(delivery.remote_state)
+            if delivery.remote_state == Delivery.REJECTED:
+                condition = delivery.remote.condition
+                assert condition.name == "amqp:not-implemented"
+                assert condition.description.startswith(
+                    "stream 'events.later' does not schedule: the message asks to be delivered ")
+                assert condition.description.endswith(
+                    " ms from now (x-opt-delivery-time or x-opt-delivery-delay); send it "
+                    "without one, or to a queue")
+        assert outcomes == [Delivery.REJECTED] * 2 + [Delivery.ACCEPTED] * 3
+        assert read_all(running.url, "events.later", o=offset_spec("first")) == [
+            (2, 0), (3, 1), (4, 2)]
     finally:
         connection.close()

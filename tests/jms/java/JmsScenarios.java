@@ -70,6 +70,7 @@ public final class JmsScenarios {
                     case "ttl" -> timeToLive();
                     case "dead-letter-read" -> deadLetterRead();
                     case "delivery-delay" -> deliveryDelay();
+                    case "stream-delay" -> streamDelay();
                     case "priority" -> priority();
                     default -> throw new IllegalArgumentException("no scenario " + scenario);
                 }
@@ -364,6 +365,26 @@ public final class JmsScenarios {
             result("delivery-delay", "early", body(consumer.receive(early)));
             result("delivery-delay", "later", body(consumer.receive(30_000)));
             result("delivery-delay", "after-ms", String.valueOf(System.currentTimeMillis() - sent));
+        }
+    }
+
+    /**
+     * A stream does not schedule: a send with a delivery delay fails with the broker's reason,
+     * and nothing of it is read; a send without one goes through.
+     */
+    static void streamDelay() throws Exception {
+        try (Connection conn = connect(null, "")) {
+            Session session = conn.createSession(false, Session.AUTO_ACKNOWLEDGE);
+            Queue stream = session.createQueue(run + ".stream");
+            MessageConsumer consumer = session.createConsumer(stream);
+            MessageProducer producer = session.createProducer(stream);
+            producer.setDeliveryDelay(1500);
+            result("stream-delay", "delayed",
+                    attempt(() -> producer.send(tagged(session, "delayed"))));
+            producer.setDeliveryDelay(0);
+            producer.send(tagged(session, "at-once"));
+            result("stream-delay", "received", body(consumer.receive(30_000)));
+            result("stream-delay", "more", body(consumer.receive(500)));
         }
     }
 
