@@ -94,6 +94,9 @@ _SCALARS: Final[dict[str, tuple[type, str]]] = {
                      "(0: never)"),
     "upstream_idle_timeout": (float, "relay mode: give up an upstream that sends nothing for "
                               "this many seconds and reconnect (0: never)"),
+    "upstream_attach_timeout": (float, "relay mode: seconds the upstream has to answer a "
+                                "dynamic attach (a temporary queue) before the client's is "
+                                "refused"),
     "upstream": (str, "relay mode: amqp://HOST:PORT of the broker holding the nodes"),
     "upstream_user": (str, "relay mode: SASL PLAIN user for the upstream"),
     "upstream_password": (str, "relay mode: SASL PLAIN password for the upstream"),

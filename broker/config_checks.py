@@ -94,6 +94,12 @@ def _check_evaluation_error_interval(config: BrokerConfig) -> None:
         raise ConfigError("evaluation_error_interval must be positive")
 
 
+def _check_upstream_attach_timeout(config: BrokerConfig) -> None:
+    if not 0 < config.upstream_attach_timeout < float("inf"):
+        raise ConfigError("upstream_attach_timeout must be a positive number of seconds, not "
+                          f"{config.upstream_attach_timeout!r}")
+
+
 def _check_services(config: BrokerConfig) -> None:
     """The metrics and the console: an address, and what they need installed or configured."""
     if config.metrics:
@@ -150,6 +156,7 @@ def _check_security(config: BrokerConfig) -> None:
 _CHECKS: Final[tuple[Callable[[BrokerConfig], None], ...]] = (
     _check_counts, _check_modes, _check_upstream, _check_disabled,
     _check_evaluation_error_action, _check_idle_timeouts, _check_evaluation_error_interval,
+    _check_upstream_attach_timeout,
     _check_services, _check_archive, _check_data_dir, _check_relay_keeps_nothing,
     _check_log_level, _check_security,
 )

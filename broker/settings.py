@@ -64,6 +64,10 @@ class BrokerConfig:
     upstream_idle_timeout: float = 30.0
     """Relay mode: the same for the upstream connection; a silent upstream is given up and
     reconnected to, as after a restart (0: never)."""
+    upstream_attach_timeout: float = 10.0
+    """Relay mode: seconds the upstream has to answer a dynamic attach (a temporary queue)
+    before the client's attach is refused with ``amqp:not-implemented``; some upstreams never
+    answer one."""
     disabled: tuple[str, ...] = ()
     """Filter types (``amqp:sql-filter``) or families (``AMQP_FILTEX_SQL_V1_0``) switched off."""
     limits: Limits = field(default_factory=lambda: DEFAULT_LIMITS)

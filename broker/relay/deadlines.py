@@ -1,8 +1,9 @@
 """Relay mode: how long the upstream has to answer a dynamic attach.
 
 A downstream attach with a dynamic source or target is answered only with the upstream's
-node, and some upstreams never answer a dynamic attach at all: after ``ATTACH_TIMEOUT``
-seconds the downstream one is refused (``amqp:not-implemented``) instead of waiting forever.
+node, and some upstreams never answer a dynamic attach at all: after
+``--upstream-attach-timeout`` seconds (10 by default) the downstream one is refused
+(``amqp:not-implemented``) instead of waiting forever.
 One timer serves every waiting link, in arrival order (so deadline order): an answered or
 detached link is forgotten at once, not held by a timer of its own until it fires.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
 
 from proton import Condition, Endpoint, Handler
 
@@ -21,18 +22,17 @@ if TYPE_CHECKING:
 
     from proton import Event
 
-__all__ = ["ATTACH_TIMEOUT", "AttachDeadlines"]
-
-ATTACH_TIMEOUT: Final = 10.0
-"""Seconds an upstream has to answer a dynamic attach before the downstream one is refused."""
+__all__ = ["AttachDeadlines"]
 
 
 class AttachDeadlines(Handler):
     """The dynamic attaches sent upstream and not answered yet; the handler of their timer."""
 
-    def __init__(self, schedule: Callable[[float, Handler], bool]) -> None:
+    def __init__(self, schedule: Callable[[float, Handler], bool], timeout: float) -> None:
         super().__init__()
         self.schedule = schedule
+        self.timeout = timeout
+        """Seconds an upstream has to answer a dynamic attach."""
         """Calls a handler's ``on_timer_task`` after a delay (False: not started, no timer)."""
         self.awaiting: dict[RelayEnd, float] = {}
         """Each waiting link with its deadline (``time.monotonic()``), in deadline order."""
@@ -40,9 +40,9 @@ class AttachDeadlines(Handler):
         """Whether the timer is set."""
 
     def answer_by(self, relay_link: RelayEnd) -> None:
-        """Give the upstream ATTACH_TIMEOUT seconds to answer this link's dynamic attach."""
-        if self.pending or self._set_timer(ATTACH_TIMEOUT):
-            self.awaiting[relay_link] = time.monotonic() + ATTACH_TIMEOUT
+        """Give the upstream ``timeout`` seconds to answer this link's dynamic attach."""
+        if self.pending or self._set_timer(self.timeout):
+            self.awaiting[relay_link] = time.monotonic() + self.timeout
 
     def answered(self, relay_link: RelayEnd) -> None:
         """The upstream answered the link's attach, or the link is gone: no deadline."""
@@ -64,7 +64,7 @@ class AttachDeadlines(Handler):
             if relay_link.link.state & Endpoint.LOCAL_UNINIT and not relay_link.closed:
                 relay_link.upstream_closed(Condition(
                     NOT_IMPLEMENTED, "relay mode: the upstream did not answer a dynamic attach "
-                    f"within {ATTACH_TIMEOUT} s"))
+                    f"within {self.timeout:g} s"))
 
     def _set_timer(self, delay: float) -> bool:
         self.pending = self.schedule(delay, self)

@@ -168,7 +168,7 @@ class Upstream(Handler):
         self.sharing = QueueSharing(self.message)
         """Our consumers of each upstream queue, indexed by their filters: a message one of
         them does not match is handed to a candidate, not offered to every link."""
-        self.deadlines = AttachDeadlines(self.schedule)
+        self.deadlines = AttachDeadlines(self.schedule, config.upstream_attach_timeout)
         """Dynamic attaches sent upstream and not answered yet, with their deadline."""
         self.ends = SessionEnds(self.schedule, self._open_waited)
         """Sessions of detached links being ended, and the consumers waiting for them."""

@@ -25,6 +25,7 @@ def test_upstream_settings_from_flags_env_and_defaults() -> None:
     assert config.upstream_password == "secret"
     assert config.upstream_selector == "never"
     assert config.upstream_held == 1000
+    assert config.upstream_attach_timeout == 10.0
     assert "secret" not in describe(config)
     assert load_config([], env={}).upstream == ""
 
@@ -32,6 +33,9 @@ def test_upstream_settings_from_flags_env_and_defaults() -> None:
 @pytest.mark.parametrize(("argv", "text"), [
     (["--upstream", "h:5672"], "not an amqp://"),
     (["--upstream", "amqp://h:1", "--upstream-selector", "sometimes"], "upstream_selector"),
+    (["--upstream", "amqp://h:1", "--upstream-attach-timeout", "0"],
+     "upstream_attach_timeout must be a positive number of seconds, not 0.0"),
+    (["--upstream", "amqp://h:1", "--upstream-attach-timeout", "inf"], "upstream_attach_timeout"),
 ])
 def test_bad_upstream_settings_are_refused(argv: list[str], text: str) -> None:
     with pytest.raises(ConfigError, match=text):
@@ -128,7 +132,7 @@ def test_one_timer_refuses_the_dynamic_attaches_in_deadline_order(
 
     now = [100.0]
     monkeypatch.setattr(deadlines.time, "monotonic", lambda: now[0])
-    attaches = deadlines.AttachDeadlines(schedule)
+    attaches = deadlines.AttachDeadlines(schedule, 10.0)
     first, answered, later = Waiting(), Waiting(), Waiting()
     attaches.answer_by(first)  # type: ignore[arg-type]
     now[0] = 104.0

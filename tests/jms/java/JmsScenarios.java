@@ -34,7 +34,7 @@ import org.apache.qpid.jms.policy.JmsDefaultMessageIDPolicy;
  * time before any message was sent.
  */
 public final class JmsScenarios {
-    private static final long QUIET_MS = 1500;
+    private static final long QUIET_MS = 1000;
     /** receiveNoWait looks at what has arrived only (by default it drains the link each time). */
     private static final String LOCAL_ONLY = "?jms.receiveNoWaitLocalOnly=true";
     private static final AtomicLong IDS = new AtomicLong();
