@@ -192,7 +192,9 @@ class ConsoleServer:
         app.router.add_get("/api/history", self._history)
         app.router.add_get("/api/messages", self._messages)
         app.router.add_post("/api/test", self._test)
-        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # A request still coming in (a browser mid-POST) gets a second, not aiohttp's 60 s:
+        # stopping the broker must not wait on a browser.
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=1.0)
         await runner.setup()
         self._runner = runner
         site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl)

@@ -407,3 +407,23 @@ def test_the_history_has_rates_depth_and_memory_from_the_first_request(
 def test_an_unusable_sample_interval_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"console_sample_interval must be from 0\.1 to 60"):
         load_config(["--console", "127.0.0.1:0", "--console-sample-interval", "0"])
+
+
+def test_a_request_in_flight_does_not_hold_the_brokers_stop(
+        broker_factory: BrokerFactory) -> None:
+    """A browser in the middle of a request when the broker stops (its POST body not all
+    sent): the console's thread ends with the broker instead of being left behind."""
+    import socket
+
+    running = broker_factory(console="127.0.0.1:0")
+    console = running.broker.console
+    assert console is not None and console.address is not None
+    host, port = console.address
+    with socket.create_connection((host, port), timeout=10) as browser:
+        browser.sendall(b"POST /api/test HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{")
+        time.sleep(0.2)  # the request has reached its handler
+        thread = console._thread  # what is at stake: the thread left running
+        assert thread is not None
+        running.broker.stop()
+        running.thread.join(60)
+        assert not thread.is_alive(), "the console's thread outlived the broker"
