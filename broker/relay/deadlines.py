@@ -31,9 +31,9 @@ class AttachDeadlines(Handler):
     def __init__(self, schedule: Callable[[float, Handler], bool], timeout: float) -> None:
         super().__init__()
         self.schedule = schedule
+        """Calls a handler's ``on_timer_task`` after a delay (False: not started, no timer)."""
         self.timeout = timeout
         """Seconds an upstream has to answer a dynamic attach."""
-        """Calls a handler's ``on_timer_task`` after a delay (False: not started, no timer)."""
         self.awaiting: dict[RelayEnd, float] = {}
         """Each waiting link with its deadline (``time.monotonic()``), in deadline order."""
         self.pending = False
